@@ -1,0 +1,141 @@
+"""History backfill: walk submission-date windows small enough for one API page each, resumably.
+
+Windows start a day wide; a window whose totalResults exceeds one page is split in halves (down to a minute,
+then paged). Each window's papers and its "done" mark are committed together, so an interrupted backfill
+resumes at the first window not done and never stores half a window twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from bot.clock import Clock
+from bot.ingest import StoredHook
+from bot.models import Paper
+from bot.sources.arxiv_api import ArxivClient, category_query, submitted_range
+from bot.store import Store
+
+log = logging.getLogger(__name__)
+MINUTE = timedelta(minutes=1)
+Window = tuple[datetime, datetime]  # inclusive bounds, minute precision
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    papers_stored: int
+    windows_done: int
+    windows_left: int
+    seconds_left: float | None  # estimate from the pace so far; None before the first window
+
+    def line(self) -> str:
+        eta = "estimating" if self.seconds_left is None else _duration(self.seconds_left)
+        return (
+            f"{self.papers_stored} papers stored · {self.windows_done} windows done, "
+            f"{self.windows_left} left · about {eta} left"
+        )
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    if seconds < 90:
+        return f"{seconds} s"
+    if seconds < 5400:
+        return f"{round(seconds / 60)} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def job_key(categories: Sequence[str]) -> str:
+    return "backfill:" + ",".join(sorted(categories))
+
+
+def day_windows(now: datetime, days: int) -> list[Window]:
+    """Whole UTC days from `days` ago through today, newest first."""
+    today = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    return [
+        (today - timedelta(days=i), today - timedelta(days=i) + timedelta(days=1) - MINUTE)
+        for i in range(days + 1)
+    ]
+
+
+def split_window(window: Window) -> list[Window]:
+    start, end = window
+    minutes = int((end - start) / MINUTE)
+    middle = start + MINUTE * (minutes // 2)
+    return [(middle + MINUTE, end), (start, middle)]
+
+
+class Backfill:
+    def __init__(
+        self,
+        store: Store,
+        client: ArxivClient,
+        clock: Clock,
+        *,
+        categories: Sequence[str],
+        page_size: int = 2000,
+        on_stored: StoredHook | None = None,
+        progress: Callable[[Progress], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.client = client
+        self.clock = clock
+        self.categories = tuple(categories)
+        self.page_size = page_size
+        self.on_stored = on_stored
+        self.progress = progress or (lambda _p: None)
+        self.job = job_key(self.categories)
+
+    async def plan(self, days: int) -> None:
+        """Add the day windows not covered yet; windows already planned (or split) keep their state."""
+        existing = await self.store.backfill.windows(self.job)
+        wanted = [
+            w
+            for w in day_windows(self.clock.now(), days)
+            if not any(e.start >= w[0] and e.end <= w[1] for e in existing)
+        ]
+        await self.store.backfill.plan(self.job, wanted)
+
+    async def run(self, days: int) -> int:
+        """Backfill the last `days` days; returns the number of papers stored new. Source errors propagate
+        (after the client's retries) with every finished window kept."""
+        await self.plan(days)
+        stored = 0
+        done_now = 0
+        began = self.clock.monotonic()
+        while True:
+            windows = await self.store.backfill.windows(self.job)
+            pending = [(w.start, w.end) for w in windows if not w.done]
+            done = len(windows) - len(pending)
+            if not pending:
+                self.progress(Progress(stored, done, 0, 0.0))
+                return stored
+            window = pending[0]
+            stored += await self._fill(window)
+            done_now += 1
+            pace = (self.clock.monotonic() - began) / done_now
+            self.progress(Progress(stored, done + 1, len(pending) - 1, pace * (len(pending) - 1)))
+
+    async def _fill(self, window: Window) -> int:
+        query = f"{category_query(self.categories)} AND {submitted_range(*window)}"
+        first = await self.client.search(query, start=0, max_results=self.page_size, sort_order="ascending")
+        if first.total_results > self.page_size and window[1] - window[0] >= MINUTE:
+            log.info("window %s..%s holds %d papers: splitting", window[0], window[1], first.total_results)
+            await self.store.backfill.split(self.job, window, split_window(window))
+            return 0
+        papers: list[Paper] = list(first.papers)
+        while len(papers) < first.total_results:  # only for a one-minute window still over a page
+            page = await self.client.search(
+                query, start=len(papers), max_results=self.page_size, sort_order="ascending"
+            )
+            if not page.papers:
+                break
+            papers += page.papers
+        async with self.store.transaction():
+            result = await self.store.papers.upsert(papers, seen_at=self.clock.now())
+            if self.on_stored is not None:
+                await self.on_stored(result, papers)
+            await self.store.backfill.mark_done(self.job, window, len(papers))
+        return len(result.new)

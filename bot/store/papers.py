@@ -1,0 +1,180 @@
+"""Paper rows: batched upserts that keep first-seen times, lookups, and per-category counts."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+
+import aiosqlite
+
+from bot.models import Author, Paper, UpsertResult
+from bot.store.database import Database
+
+_CHUNK = 500  # SQLite's default limit on host parameters is 32766; stay well below it per IN (...)
+
+_COLUMNS = (
+    "arxiv_id, version, title, abstract, authors, authors_json, primary_category, categories, "
+    "published, updated, comment, journal_ref, doi"
+)
+_INSERT = f"INSERT INTO papers ({_COLUMNS}, first_seen, last_changed) VALUES ({', '.join('?' * 15)})"
+_UPDATE = (
+    "UPDATE papers SET version = ?, title = ?, abstract = ?, authors = ?, authors_json = ?, "
+    "primary_category = ?, categories = ?, published = ?, updated = ?, comment = ?, journal_ref = ?, doi = ?, "
+    "last_changed = ? WHERE arxiv_id = ?"
+)
+_LINK_CATEGORIES = (
+    "INSERT OR IGNORE INTO paper_categories (category, published, paper_pk) "
+    "SELECT ?, published, pk FROM papers WHERE arxiv_id = ?"
+)
+
+
+def to_ts(moment: datetime) -> int:
+    return int(moment.timestamp())
+
+
+def from_ts(seconds: int) -> datetime:
+    return datetime.fromtimestamp(seconds, UTC)
+
+
+def _paper_values(paper: Paper) -> tuple[object, ...]:
+    return (
+        paper.arxiv_id,
+        paper.version,
+        paper.title,
+        paper.abstract,
+        ", ".join(a.name for a in paper.authors),
+        json.dumps([[a.name, list(a.affiliations)] for a in paper.authors], ensure_ascii=False),
+        paper.primary_category,
+        " ".join(paper.categories),
+        to_ts(paper.published),
+        to_ts(paper.updated),
+        paper.comment,
+        paper.journal_ref,
+        paper.doi,
+    )
+
+
+def paper_from_row(row: aiosqlite.Row) -> Paper:
+    return Paper(
+        arxiv_id=row["arxiv_id"],
+        version=row["version"],
+        title=row["title"],
+        abstract=row["abstract"],
+        authors=tuple(Author(name, tuple(affs)) for name, affs in json.loads(row["authors_json"])),
+        primary_category=row["primary_category"],
+        categories=tuple(row["categories"].split()),
+        published=from_ts(row["published"]),
+        updated=from_ts(row["updated"]),
+        comment=row["comment"],
+        journal_ref=row["journal_ref"],
+        doi=row["doi"],
+    )
+
+
+def _chunks(items: Sequence[str], size: int = _CHUNK) -> Iterable[Sequence[str]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+def _is_newer(paper: Paper, version: int, updated: int) -> bool:
+    return paper.version > version or (paper.version == version and to_ts(paper.updated) > updated)
+
+
+class PaperRepo:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def stored_versions(self, arxiv_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
+        """arxiv_id -> (version, updated) for the ids already stored."""
+        found: dict[str, tuple[int, int]] = {}
+        for chunk in _chunks(list(dict.fromkeys(arxiv_ids))):
+            rows = await self.db.fetchall(
+                f"SELECT arxiv_id, version, updated FROM papers WHERE arxiv_id IN ({','.join('?' * len(chunk))})",
+                chunk,
+            )
+            found.update({r["arxiv_id"]: (r["version"], r["updated"]) for r in rows})
+        return found
+
+    async def upsert(self, papers: Iterable[Paper], *, seen_at: datetime) -> UpsertResult:
+        """Store papers in one transaction: new ids are inserted, newer versions update the row (keeping
+        first_seen), older or identical versions change nothing. The last copy of an id in a batch wins."""
+        latest: dict[str, Paper] = {}
+        for paper in papers:
+            held = latest.get(paper.arxiv_id)
+            if held is None or _is_newer(paper, held.version, to_ts(held.updated)):
+                latest[paper.arxiv_id] = paper
+        if not latest:
+            return UpsertResult()
+        now = to_ts(seen_at)
+        async with self.db.transaction() as conn:
+            stored = await self.stored_versions(list(latest))
+            new = [p for aid, p in latest.items() if aid not in stored]
+            changed = [p for aid, p in latest.items() if aid in stored and _is_newer(p, *stored[aid])]
+            await conn.executemany(_INSERT, [(*_paper_values(p), now, now) for p in new])
+            if changed:
+                await conn.executemany(_UPDATE, [(*_paper_values(p)[1:], now, p.arxiv_id) for p in changed])
+                await conn.executemany(
+                    "DELETE FROM paper_categories WHERE paper_pk = (SELECT pk FROM papers WHERE arxiv_id = ?)",
+                    [(p.arxiv_id,) for p in changed],
+                )
+            await conn.executemany(
+                _LINK_CATEGORIES, [(c, p.arxiv_id) for p in (*new, *changed) for c in p.categories]
+            )
+        return UpsertResult(
+            new=[p.arxiv_id for p in new],
+            updated=[p.arxiv_id for p in changed],
+            unchanged=len(latest) - len(new) - len(changed),
+        )
+
+    async def get(self, arxiv_id: str) -> Paper | None:
+        row = await self.db.fetchone("SELECT * FROM papers WHERE arxiv_id = ?", (arxiv_id,))
+        return paper_from_row(row) if row else None
+
+    async def get_many(self, arxiv_ids: Sequence[str]) -> list[Paper]:
+        """Papers in the order asked, skipping ids not stored."""
+        by_id: dict[str, Paper] = {}
+        for chunk in _chunks(list(arxiv_ids)):
+            rows = await self.db.fetchall(
+                f"SELECT * FROM papers WHERE arxiv_id IN ({','.join('?' * len(chunk))})", chunk
+            )
+            by_id.update({r["arxiv_id"]: paper_from_row(r) for r in rows})
+        return [by_id[a] for a in arxiv_ids if a in by_id]
+
+    async def first_seen(self, arxiv_id: str) -> datetime | None:
+        row = await self.db.fetchone("SELECT first_seen FROM papers WHERE arxiv_id = ?", (arxiv_id,))
+        return from_ts(row[0]) if row else None
+
+    async def count(self) -> int:
+        row = await self.db.fetchone("SELECT COUNT(*) FROM papers")
+        return int(row[0]) if row else 0
+
+    async def latest(self, limit: int = 20, *, categories: Sequence[str] = ()) -> list[Paper]:
+        """The newest papers by v1 submission time, optionally of some categories."""
+        if categories:
+            rows = await self.db.fetchall(
+                "SELECT p.* FROM papers p WHERE p.pk IN (SELECT paper_pk FROM paper_categories "
+                f"WHERE category IN ({','.join('?' * len(categories))})) ORDER BY p.published DESC LIMIT ?",
+                (*categories, limit),
+            )
+        else:
+            rows = await self.db.fetchall("SELECT * FROM papers ORDER BY published DESC LIMIT ?", (limit,))
+        return [paper_from_row(r) for r in rows]
+
+    async def count_in_categories(self, categories: Sequence[str], start: datetime, end: datetime) -> int:
+        """Distinct papers of any of the categories submitted (v1) in [start, end)."""
+        row = await self.db.fetchone(
+            "SELECT COUNT(DISTINCT paper_pk) FROM paper_categories "
+            f"WHERE category IN ({','.join('?' * len(categories))}) AND published >= ? AND published < ?",
+            (*categories, to_ts(start), to_ts(end)),
+        )
+        return int(row[0]) if row else 0
+
+    async def weekly_category_counts(self, since: datetime) -> list[tuple[str, str, int]]:
+        """(week start as YYYY-MM-DD, Monday-based, UTC; category; papers) for papers submitted since `since`."""
+        rows = await self.db.fetchall(
+            "SELECT date(published, 'unixepoch', '-6 days', 'weekday 1') AS week, category, COUNT(*) AS n "
+            "FROM paper_categories WHERE published >= ? GROUP BY week, category ORDER BY week, category",
+            (to_ts(since),),
+        )
+        return [(r["week"], r["category"], r["n"]) for r in rows]

@@ -1,0 +1,138 @@
+"""Where each source stands (watermark, validators, health) and backfill progress per window."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from bot.store.database import Database
+from bot.store.papers import from_ts, to_ts
+
+
+@dataclass(frozen=True, slots=True)
+class SourceState:
+    source: str
+    watermark: datetime | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+    last_attempt: datetime | None = None
+    last_success: datetime | None = None
+    last_error: str | None = None
+    consecutive_failures: int = 0
+    papers_stored: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class BackfillWindow:
+    start: datetime
+    end: datetime  # inclusive, minute precision
+    done: bool
+    papers: int
+
+
+def _dt(value: int | None) -> datetime | None:
+    return from_ts(value) if value is not None else None
+
+
+class SourceRepo:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def get(self, source: str) -> SourceState:
+        row = await self.db.fetchone("SELECT * FROM source_state WHERE source = ?", (source,))
+        if row is None:
+            return SourceState(source)
+        return SourceState(
+            source=source,
+            watermark=_dt(row["watermark"]),
+            etag=row["etag"],
+            last_modified=row["last_modified"],
+            last_attempt=_dt(row["last_attempt"]),
+            last_success=_dt(row["last_success"]),
+            last_error=row["last_error"],
+            consecutive_failures=row["consecutive_failures"],
+            papers_stored=row["papers_stored"],
+        )
+
+    async def all(self) -> list[SourceState]:
+        rows = await self.db.fetchall("SELECT source FROM source_state ORDER BY source")
+        return [await self.get(r["source"]) for r in rows]
+
+    async def record_success(
+        self,
+        source: str,
+        at: datetime,
+        *,
+        watermark: datetime | None = None,
+        papers: int = 0,
+        etag: str | None = None,
+        last_modified: str | None = None,
+    ) -> None:
+        """A complete cycle: advance the watermark (never backwards) and clear the error."""
+        await self.db.execute(
+            "INSERT INTO source_state (source, watermark, etag, last_modified, last_attempt, last_success,"
+            " consecutive_failures, papers_stored) VALUES (?, ?, ?, ?, ?, ?, 0, ?) "
+            "ON CONFLICT (source) DO UPDATE SET "
+            " watermark = MAX(COALESCE(source_state.watermark, 0), COALESCE(excluded.watermark, 0)),"
+            " etag = COALESCE(excluded.etag, source_state.etag),"
+            " last_modified = COALESCE(excluded.last_modified, source_state.last_modified),"
+            " last_attempt = excluded.last_attempt, last_success = excluded.last_success, last_error = NULL,"
+            " consecutive_failures = 0, papers_stored = source_state.papers_stored + excluded.papers_stored",
+            (
+                source,
+                to_ts(watermark) if watermark else None,
+                etag,
+                last_modified,
+                to_ts(at),
+                to_ts(at),
+                papers,
+            ),
+        )
+
+    async def record_failure(self, source: str, at: datetime, error: str, *, papers: int = 0) -> None:
+        await self.db.execute(
+            "INSERT INTO source_state (source, last_attempt, last_error, consecutive_failures, papers_stored)"
+            " VALUES (?, ?, ?, 1, ?) ON CONFLICT (source) DO UPDATE SET last_attempt = excluded.last_attempt,"
+            " last_error = excluded.last_error, consecutive_failures = source_state.consecutive_failures + 1,"
+            " papers_stored = source_state.papers_stored + excluded.papers_stored",
+            (source, to_ts(at), error[:500], papers),
+        )
+
+
+class BackfillRepo:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def windows(self, job: str) -> list[BackfillWindow]:
+        rows = await self.db.fetchall(
+            "SELECT window_start, window_end, done, papers FROM backfill_windows WHERE job = ?"
+            " ORDER BY window_start DESC, window_end DESC",
+            (job,),
+        )
+        return [BackfillWindow(from_ts(r[0]), from_ts(r[1]), bool(r[2]), r[3]) for r in rows]
+
+    async def plan(self, job: str, windows: list[tuple[datetime, datetime]]) -> None:
+        """Add windows not yet planned (a resumed job keeps its progress)."""
+        await self.db.executemany(
+            "INSERT OR IGNORE INTO backfill_windows (job, window_start, window_end) VALUES (?, ?, ?)",
+            [(job, to_ts(s), to_ts(e)) for s, e in windows],
+        )
+
+    async def split(
+        self, job: str, window: tuple[datetime, datetime], parts: list[tuple[datetime, datetime]]
+    ) -> None:
+        async with self.db.transaction() as conn:
+            await conn.execute(
+                "DELETE FROM backfill_windows WHERE job = ? AND window_start = ? AND window_end = ? AND done = 0",
+                (job, to_ts(window[0]), to_ts(window[1])),
+            )
+            await conn.executemany(
+                "INSERT OR IGNORE INTO backfill_windows (job, window_start, window_end) VALUES (?, ?, ?)",
+                [(job, to_ts(s), to_ts(e)) for s, e in parts],
+            )
+
+    async def mark_done(self, job: str, window: tuple[datetime, datetime], papers: int) -> None:
+        await self.db.execute(
+            "UPDATE backfill_windows SET done = 1, papers = ? WHERE job = ? AND window_start = ? AND window_end = ?",
+            (papers, job, to_ts(window[0]), to_ts(window[1])),
+        )

@@ -1,0 +1,27 @@
+"""Paper values for tests: realistic defaults, every field overridable."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from bot.models import Author, Paper
+
+BASE_TIME = datetime(2026, 11, 16, 9, 30, tzinfo=UTC)
+
+
+def make_paper(n: int = 1, **fields: Any) -> Paper:
+    published = fields.pop("published", BASE_TIME - timedelta(hours=n))
+    values: dict[str, Any] = {
+        "arxiv_id": f"2611.{10000 + n:05d}",
+        "version": 1,
+        "title": f"Paper number {n} on reinforcement learning",
+        "abstract": f"We study problem {n}. Our method improves results.",
+        "authors": (Author("Ada Lovelace", ("University of London",)), Author("Alan Turing")),
+        "primary_category": "cs.LG",
+        "categories": ("cs.LG", "cs.AI"),
+        "published": published,
+        "updated": fields.pop("updated", published),
+    }
+    values.update(fields)
+    return Paper(**values)
