@@ -17,7 +17,9 @@ _CATEGORY = re.compile(r"^[a-z\-]+(\.[A-Za-z\-]+)?$")
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
+    model_config = SettingsConfigDict(
+        env_file=".env", env_file_encoding="utf-8", extra="ignore", env_ignore_empty=True
+    )
 
     discord_token: SecretStr | None = None
     dev_guild_id: int | None = None

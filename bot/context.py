@@ -1,0 +1,74 @@
+"""The long-lived resources built from settings once: clock, store, the polite arXiv HTTP client, the ingestor.
+
+The CLI and the Discord bot both build them here, so a poll from the terminal and a poll inside the bot run
+exactly the same code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import timedelta
+
+import httpx
+
+from bot.backfill import Backfill, Progress
+from bot.clock import Clock, SystemClock
+from bot.config import Settings
+from bot.ingest import Ingestor, StoredHook
+from bot.sources.arxiv_api import ArxivClient
+from bot.sources.polite_http import PoliteHttp, build_http_client
+from bot.store import Store
+
+
+@dataclass
+class AppContext:
+    settings: Settings
+    clock: Clock
+    store: Store
+    http: httpx.AsyncClient
+    arxiv_http: PoliteHttp
+    arxiv: ArxivClient
+    on_stored: StoredHook | None = None
+
+    def ingestor(self) -> Ingestor:
+        return Ingestor(
+            self.store,
+            self.arxiv,
+            self.clock,
+            categories=self.settings.arxiv_categories,
+            page_size=self.settings.arxiv_page_size,
+            overlap=timedelta(hours=self.settings.poll_overlap_hours),
+            on_stored=self.on_stored,
+        )
+
+    def backfill(
+        self,
+        categories: tuple[str, ...] | None = None,
+        progress: Callable[[Progress], None] | None = None,
+    ) -> Backfill:
+        return Backfill(
+            self.store,
+            self.arxiv,
+            self.clock,
+            categories=categories or self.settings.arxiv_categories,
+            on_stored=self.on_stored,
+            progress=progress,
+        )
+
+
+@asynccontextmanager
+async def open_context(settings: Settings, clock: Clock | None = None) -> AsyncIterator[AppContext]:
+    clock = clock or SystemClock()
+    store = await Store.open(settings.database_path, clock)
+    http = build_http_client(settings.user_agent)
+    polite = PoliteHttp(http, clock, min_interval=settings.arxiv_min_interval_seconds)
+    try:
+        yield AppContext(settings, clock, store, http, polite, ArxivClient(polite, settings.arxiv_api_url))
+    finally:
+        await http.aclose()
+        await store.close()
+
+
+__all__ = ["AppContext", "Progress", "open_context"]
