@@ -139,8 +139,9 @@ class PoliteHttp:
         headers: Mapping[str, str] | None = None,
         what: str = "arXiv",
     ) -> T:
-        """GET with retries. Statuses in RETRY_STATUSES, transport errors and `Retryable` from `parse` are
-        retried; any other exception from `parse` propagates (e.g. a query arXiv rejects)."""
+        """GET with retries. Statuses in RETRY_STATUSES, transport errors, undecodable (corrupt gzip) bodies
+        and `Retryable` from `parse` are retried; any other exception from `parse` propagates (e.g. a query
+        arXiv rejects)."""
         last_reason = ""
         for attempt in range(self.max_tries):
             retry_after: float | None = None
@@ -161,6 +162,8 @@ class PoliteHttp:
                 last_reason = f"timed out ({type(exc).__name__})"
             except httpx.TransportError as exc:
                 last_reason = f"connection failed ({type(exc).__name__}: {exc})"
+            except httpx.DecodingError as exc:  # a corrupt gzip body: not a TransportError, still transient
+                last_reason = f"undecodable body ({exc})"
             if attempt + 1 >= self.max_tries:
                 break
             wait = retry_after if retry_after is not None else self.backoff(attempt)

@@ -11,8 +11,9 @@ from bot.clock import Clock, SystemClock
 from bot.store.database import Database
 from bot.store.papers import PaperRepo
 from bot.store.sources import BackfillRepo, BackfillWindow, SourceRepo, SourceState
+from bot.store.topics import TopicRepo, TopicRow
 
-__all__ = ["BackfillWindow", "SourceState", "Store"]
+__all__ = ["BackfillWindow", "SourceState", "Store", "TopicRow"]
 
 
 class Store:
@@ -22,6 +23,7 @@ class Store:
         self.papers = PaperRepo(self.db)
         self.sources = SourceRepo(self.db)
         self.backfill = BackfillRepo(self.db)
+        self.topics = TopicRepo(self.db)
 
     @classmethod
     async def open(cls, path: Path | str, clock: Clock | None = None) -> Store:

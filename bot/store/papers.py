@@ -18,9 +18,11 @@ _COLUMNS = (
     "published, updated, comment, journal_ref, doi"
 )
 _INSERT = f"INSERT INTO papers ({_COLUMNS}, first_seen, last_changed) VALUES ({', '.join('?' * 15)})"
+# published keeps the earliest value seen: the v1 submission time. A source that knows only announcement
+# dates (RSS) must not move a paper forward in time, which would move it between momentum windows.
 _UPDATE = (
     "UPDATE papers SET version = ?, title = ?, abstract = ?, authors = ?, authors_json = ?, "
-    "primary_category = ?, categories = ?, published = ?, updated = ?, comment = ?, journal_ref = ?, doi = ?, "
+    "primary_category = ?, categories = ?, published = MIN(published, ?), updated = ?, comment = ?, journal_ref = ?, doi = ?, "
     "last_changed = ? WHERE arxiv_id = ?"
 )
 _LINK_CATEGORIES = (

@@ -99,3 +99,14 @@ async def test_weekly_counts(store: Store, clock: FakeClock) -> None:
     assert all(cat == "cs.LG" for _, cat, _ in weeks)
     # BASE_TIME is Monday 2026-11-16: that day opens its own week
     assert ("2026-11-16", "cs.LG", 1) in weeks
+
+
+async def test_new_version_never_moves_submission_date_later(store: Store, clock: FakeClock) -> None:
+    v1 = make_paper(1)
+    await store.papers.upsert([v1], seen_at=clock.now())
+    # An RSS "replace" item knows only its announcement date.
+    announced = v1.published + timedelta(days=9)
+    await store.papers.upsert([make_paper(1, version=2, published=announced, updated=announced)], seen_at=clock.now())
+    stored = await store.papers.get(v1.arxiv_id)
+    assert stored is not None and stored.version == 2
+    assert stored.published == v1.published

@@ -1,0 +1,79 @@
+"""Ingest N synthetic papers through the store (batched upserts, FTS5 kept in sync) against a bare
+`executemany` of the same rows into a table without FTS, side by side in one run.
+
+    python bench/bench_ingest.py            # 100,000 papers
+    python bench/bench_ingest.py --quick    # 5,000 papers
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.corpus import Corpus
+from bot.clock import SystemClock
+from bot.models import Paper
+from bot.store import Store
+from bot.store.papers import _paper_values
+
+BATCH = 1000  # one API page
+
+
+async def through_store(path: Path, papers: list[Paper]) -> float:
+    store = await Store.open(path, SystemClock())
+    began = time.perf_counter()
+    now = SystemClock().now()
+    for i in range(0, len(papers), BATCH):
+        await store.papers.upsert(papers[i : i + BATCH], seen_at=now)
+    elapsed = time.perf_counter() - began
+    assert await store.papers.count() == len(papers)
+    await store.close()
+    return elapsed
+
+
+def bare_executemany(path: Path, papers: list[Paper]) -> float:
+    rows = [_paper_values(p) for p in papers]
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute(
+        "CREATE TABLE papers (arxiv_id TEXT, version INT, title TEXT, abstract TEXT, authors TEXT,"
+        " authors_json TEXT, primary_category TEXT, categories TEXT, published INT, updated INT, comment TEXT,"
+        " journal_ref TEXT, doi TEXT)"
+    )
+    began = time.perf_counter()
+    for i in range(0, len(rows), BATCH):
+        with conn:
+            conn.executemany(f"INSERT INTO papers VALUES ({','.join('?' * 13)})", rows[i : i + BATCH])
+    elapsed = time.perf_counter() - began
+    conn.close()
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="5,000 papers, for a smoke test")
+    parser.add_argument("--papers", type=int, default=100_000)
+    args = parser.parse_args()
+    count = 5_000 if args.quick else args.papers
+    papers = list(Corpus(seed=3).papers(count))
+    with tempfile.TemporaryDirectory() as tmp:
+        bare = bare_executemany(Path(tmp) / "bare.sqlite3", papers)
+        store = asyncio.run(through_store(Path(tmp) / "store.sqlite3", papers))
+    print("| papers | store + FTS5 (s) | papers/s | bare executemany, no FTS (s) | papers/s | ratio |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    print(
+        f"| {count:,} | {store:.2f} | {count / store:,.0f} | {bare:.2f} | {count / bare:,.0f} | "
+        f"{store / bare:.1f}x slower |"
+    )
+
+
+if __name__ == "__main__":
+    main()

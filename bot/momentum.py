@@ -1,0 +1,187 @@
+"""How a topic is moving: papers in a window against the window before, its share of all new papers, and a
+weekly series. Counted by v1 submission date in UTC; windows end at the last complete day."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+
+from bot.store import Store, TopicRow
+
+_NUMBER_WORDS = (
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+)
+SERIES_WEEKS = 12
+TREND_MIN_COUNT = 10  # below this in both windows, a percentage says more about noise than about the field
+SAME_WITHIN_PCT = 5
+
+
+@dataclass(frozen=True, slots=True)
+class WeekCount:
+    start: date  # a Monday
+    count: int
+    partial: bool  # the current week, still filling
+
+    @property
+    def label(self) -> str:
+        return f"Week of {self.start.strftime('%b')} {self.start.day}"
+
+
+@dataclass(frozen=True, slots=True)
+class Momentum:
+    topic: str
+    weeks: int
+    window_start: datetime
+    window_end: datetime  # exclusive: midnight UTC that ended the last complete day
+    current: int
+    previous: int
+    all_new: int  # papers of the denominator categories submitted in the window
+    categories: tuple[str, ...]  # the denominator's categories
+    name_categories: bool  # say which categories the share is of (when the topic narrows them)
+    series: tuple[WeekCount, ...]
+
+    @property
+    def change_pct(self) -> float | None:
+        if self.previous == 0:
+            return None
+        return (self.current - self.previous) / self.previous * 100
+
+    @property
+    def too_small(self) -> bool:
+        return max(self.current, self.previous) < TREND_MIN_COUNT
+
+    @property
+    def share_pct(self) -> float | None:
+        return self.current / self.all_new * 100 if self.all_new else None
+
+    @property
+    def growth_score(self) -> float:
+        """For ranking: smoothed growth ratio, so 0 -> 3 does not outrank 100 -> 150."""
+        return (self.current + 5) / (self.previous + 5)
+
+    def sentence(self) -> str:
+        span = _span(self.weeks)
+        before = f"the {_span(self.weeks, last=False)} before"
+        if self.current == 0 and self.previous == 0:
+            return f"No papers in {span}, and none in {before}."
+        count = _papers(self.current)
+        pct = self.change_pct
+        if pct is None:
+            text = f"{count} in {span}, new this period."
+        elif self.too_small:
+            text = f"{count} in {span}, against {self.previous} in {before}: too few to call a trend."
+        elif abs(pct) < SAME_WITHIN_PCT:
+            text = f"{count} in {span}, about the same as {before}."
+        else:
+            text = f"{count} in {span}, {'up' if pct > 0 else 'down'} {abs(pct):.0f}% on {before}."
+        share = self.share_pct
+        if share is not None:
+            where = f" in {', '.join(self.categories)}" if self.name_categories else ""
+            text += f" {_percent(share)} of all new papers{where}."
+        return text
+
+    def sparkline(self) -> str:
+        return sparkline([w.count for w in self.series])
+
+
+def _span(weeks: int, *, last: bool = True) -> str:
+    word = _NUMBER_WORDS[weeks] if weeks < len(_NUMBER_WORDS) else str(weeks)
+    phrase = "week" if weeks == 1 else f"{word} weeks"
+    return f"the last {phrase}" if last else phrase
+
+
+def _papers(n: int) -> str:
+    return "1 paper" if n == 1 else f"{n:,} papers"
+
+
+def _percent(value: float) -> str:
+    if value == 0:
+        return "0%"
+    if value < 0.1:
+        return "<0.1%"
+    if value < 10:
+        return f"{value:.1f}%"
+    return f"{value:.0f}%"
+
+
+def sparkline(values: Sequence[int]) -> str:
+    bars = "▁▂▃▄▅▆▇█"
+    top = max(values, default=0)
+    if top == 0:
+        return bars[0] * len(values)
+    return "".join(bars[min(len(bars) - 1, round(v / top * (len(bars) - 1)))] for v in values)
+
+
+def window_bounds(now: datetime, weeks: int) -> tuple[datetime, datetime, datetime]:
+    """(previous window start, window start, window end): the window ends at the last midnight UTC."""
+    end = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    start = end - timedelta(weeks=weeks)
+    return start - timedelta(weeks=weeks), start, end
+
+
+def week_start(moment: datetime) -> datetime:
+    day = moment.replace(hour=0, minute=0, second=0, microsecond=0)
+    return day - timedelta(days=day.weekday())
+
+
+async def weekly_series(
+    store: Store, topic_id: int, now: datetime, weeks: int = SERIES_WEEKS
+) -> list[WeekCount]:
+    """The last `weeks` Monday-based weeks up to now, the current one partial."""
+    current = week_start(now)
+    first = current - timedelta(weeks=weeks - 1)
+    counts = [0] * weeks
+    for moment in await store.topics.match_times(topic_id, first, now + timedelta(seconds=1)):
+        index = (moment - first).days // 7
+        if 0 <= index < weeks:
+            counts[index] += 1
+    return [
+        WeekCount((first + timedelta(weeks=i)).date(), counts[i], partial=(i == weeks - 1))
+        for i in range(weeks)
+    ]
+
+
+async def topic_momentum(
+    store: Store,
+    topic: TopicRow,
+    *,
+    now: datetime,
+    watched: Sequence[str],
+    weeks: int = 4,
+    topic_categories: Sequence[str] = (),
+) -> Momentum:
+    """`topic_categories`: categories the topic's query restricts to (cat: terms); the share is then of those."""
+    if not 1 <= weeks <= 52:
+        raise ValueError("weeks must be between 1 and 52")
+    prev_start, start, end = window_bounds(now, weeks)
+    categories = tuple(topic_categories) or tuple(watched)
+    return Momentum(
+        topic=topic.name,
+        weeks=weeks,
+        window_start=start,
+        window_end=end,
+        current=await store.topics.count_matches(topic.id, start, end),
+        previous=await store.topics.count_matches(topic.id, prev_start, start),
+        all_new=await store.papers.count_in_categories(categories, start, end),
+        categories=categories,
+        name_categories=bool(topic_categories),
+        series=tuple(await weekly_series(store, topic.id, now)),
+    )
+
+
+def rank_by_growth(items: Sequence[Momentum]) -> list[Momentum]:
+    """Fastest-growing first; topics too small to call a trend after those that are not."""
+    return sorted(items, key=lambda m: (m.too_small, -m.growth_score, -m.current, m.topic.lower()))

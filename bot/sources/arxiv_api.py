@@ -1,0 +1,376 @@
+"""The arXiv API (Atom over HTTP): a safe, fast lxml parser and a client built on PoliteHttp.
+
+lxml rather than feedparser: ~10x faster on 2,000-entry pages, and it keeps per-author affiliations.
+The parser never trusts the document: any DOCTYPE is refused before parsing (arXiv never sends one), and the
+parser itself neither resolves entities nor loads DTDs nor touches the network, as a second line of defence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import logging
+import re
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Final
+
+from lxml import etree
+
+from bot.errors import ArxivQueryError, ArxivUnavailable, MalformedFeed
+from bot.models import Author, FeedPage, Paper, split_arxiv_id
+from bot.sources.polite_http import Fetched, PoliteHttp, Retryable
+
+log = logging.getLogger(__name__)
+
+ATOM_NS: Final = "http://www.w3.org/2005/Atom"
+ARXIV_NS: Final = "http://arxiv.org/schemas/atom"
+OPENSEARCH_NS: Final = "http://a9.com/-/spec/opensearch/1.1/"
+
+MAX_RESULTS_PER_CALL: Final = 2000
+ID_CHUNK: Final = 100
+SORT_BY: Final = frozenset({"relevance", "lastUpdatedDate", "submittedDate"})
+SORT_ORDER: Final = frozenset({"ascending", "descending"})
+
+# Clark names computed once: comparing tags to constants is the cheapest way to walk 2,000 entries.
+_FEED = f"{{{ATOM_NS}}}feed"
+_ENTRY = f"{{{ATOM_NS}}}entry"
+_ID = f"{{{ATOM_NS}}}id"
+_TITLE = f"{{{ATOM_NS}}}title"
+_SUMMARY = f"{{{ATOM_NS}}}summary"
+_PUBLISHED = f"{{{ATOM_NS}}}published"
+_UPDATED = f"{{{ATOM_NS}}}updated"
+_AUTHOR = f"{{{ATOM_NS}}}author"
+_NAME = f"{{{ATOM_NS}}}name"
+_CATEGORY = f"{{{ATOM_NS}}}category"
+_AFFILIATION = f"{{{ARXIV_NS}}}affiliation"
+_PRIMARY = f"{{{ARXIV_NS}}}primary_category"
+_COMMENT = f"{{{ARXIV_NS}}}comment"
+_JOURNAL_REF = f"{{{ARXIV_NS}}}journal_ref"
+_DOI = f"{{{ARXIV_NS}}}doi"
+_TOTAL = f"{{{OPENSEARCH_NS}}}totalResults"
+_START = f"{{{OPENSEARCH_NS}}}startIndex"
+_PER_PAGE = f"{{{OPENSEARCH_NS}}}itemsPerPage"
+
+# Byte signatures of documents that are not UTF-8 (lxml detects these too, so must the DOCTYPE check).
+# UTF-32 first: its little-endian BOM starts with UTF-16's.
+_WIDE_ENCODINGS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+    (b"<\x00?\x00", "utf-16-le"),
+    (b"\x00<\x00?", "utf-16-be"),
+)
+_PROLOG_SCAN = 64 * 1024
+_CATEGORY_NAME = re.compile(r"^[A-Za-z\-]+(?:\.[A-Za-z\-]+)?$")
+
+
+class UnsafeFeed(MalformedFeed):
+    """A document with a DOCTYPE (entity tricks, external DTDs): refused, and never worth retrying."""
+
+
+class _BadEntry(Exception):
+    """One entry lacks what a Paper needs; the entry is skipped, the page is kept."""
+
+
+class _ErrorEntry(Exception):
+    """arXiv's error entry (id .../api/errors#..., title Error): the message says why the query failed."""
+
+
+def _norm(text: str | None) -> str:
+    """Collapse whitespace runs (the legacy backend hard-wraps titles and abstracts) and strip."""
+    return " ".join(text.split()) if text else ""
+
+
+def _norm_or_none(text: str | None) -> str | None:
+    return _norm(text) or None
+
+
+def _parse_time(text: str | None) -> datetime:
+    if not text:
+        raise _BadEntry("missing timestamp")
+    try:
+        value = datetime.fromisoformat(text.strip())
+    except ValueError as exc:
+        raise _BadEntry(f"bad timestamp {text!r}") from exc
+    if value.tzinfo is None:  # arXiv times are GMT even when the zone is omitted
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def _make_parser() -> etree.XMLParser:
+    """A fresh parser per call: lxml parsers are not thread-safe, and parse_feed may run in worker threads."""
+    return etree.XMLParser(
+        resolve_entities=False,
+        no_network=True,
+        load_dtd=False,
+        huge_tree=False,
+        collect_ids=False,
+        remove_comments=True,
+        remove_pis=True,
+    )
+
+
+def _has_doctype(data: bytes) -> bool:
+    """Whether the prolog (before the root element) holds a DOCTYPE, in whatever encoding lxml would read."""
+    head = data[:_PROLOG_SCAN]
+    codec = next((name for sig, name in _WIDE_ENCODINGS if head.startswith(sig)), "utf-8")
+    text = head.decode(codec, errors="ignore").lstrip("\ufeff")
+    pos = 0
+    while True:  # skip the XML declaration, processing instructions, comments and whitespace
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+        if text.startswith("<?", pos):
+            close = "?>"
+        elif text.startswith("<!--", pos):
+            close = "-->"
+        else:
+            return text[pos : pos + 9].upper() == "<!DOCTYPE"
+        end = text.find(close, pos + 2)
+        if end < 0:
+            return False  # an unterminated prolog is not well-formed: the parser will refuse it
+        pos = end + len(close)
+
+
+def _parse_xml(data: bytes) -> etree._Element:
+    """Parse bytes into the root element, refusing DOCTYPEs and anything that is not well-formed XML."""
+    if _has_doctype(data):
+        raise UnsafeFeed("refused a document with a DOCTYPE (arXiv never sends one)")
+    try:
+        root = etree.fromstring(data, _make_parser())
+    except (etree.XMLSyntaxError, ValueError) as exc:
+        raise MalformedFeed(f"not a well-formed XML document: {exc}") from exc
+    if root is None:
+        raise MalformedFeed("empty document")
+    docinfo = root.getroottree().docinfo
+    if (
+        docinfo.doctype or docinfo.internalDTD is not None
+    ):  # one the quick scan missed (odd encoding, huge prolog)
+        raise UnsafeFeed("refused a document with a DOCTYPE (arXiv never sends one)")
+    return root
+
+
+def _parse_author(element: etree._Element) -> Author:
+    name = ""
+    affiliations: list[str] = []
+    for child in element:
+        if child.tag == _NAME:
+            name = _norm(child.text)
+        elif child.tag == _AFFILIATION:
+            affiliation = _norm(child.text)
+            if affiliation:
+                affiliations.append(affiliation)
+    return Author(name, tuple(affiliations))
+
+
+def _parse_entry(entry: etree._Element) -> Paper:
+    raw_id = title = abstract = published = updated = primary = None
+    comment = journal_ref = doi = None
+    authors: list[Author] = []
+    categories: list[str] = []
+    for child in entry:
+        tag = child.tag
+        if tag == _AUTHOR:
+            authors.append(_parse_author(child))
+        elif tag == _CATEGORY:
+            term = (child.get("term") or "").strip()
+            if term:
+                categories.append(term)
+        elif tag == _ID:
+            raw_id = child.text
+        elif tag == _TITLE:
+            title = child.text
+        elif tag == _SUMMARY:
+            abstract = child.text
+        elif tag == _PUBLISHED:
+            published = child.text
+        elif tag == _UPDATED:
+            updated = child.text
+        elif tag == _PRIMARY:
+            primary = (child.get("term") or "").strip() or None
+        elif tag == _COMMENT:
+            comment = child.text
+        elif tag == _JOURNAL_REF:
+            journal_ref = child.text
+        elif tag == _DOI:
+            doi = child.text
+    if raw_id and "/api/errors" in raw_id:
+        raise _ErrorEntry(_norm(abstract) or _norm(title) or raw_id)
+    try:
+        arxiv_id, version = split_arxiv_id(raw_id or "")
+    except ValueError as exc:
+        raise _BadEntry(f"no arXiv id in {raw_id!r}") from exc
+    primary = primary or (categories[0] if categories else None)
+    if primary is None:
+        raise _BadEntry(f"{arxiv_id} has no category")
+    updated_at = _parse_time(updated or published)
+    return Paper(
+        arxiv_id=arxiv_id,
+        version=version or 1,
+        title=_norm(title),
+        abstract=_norm(abstract),
+        authors=tuple(authors),
+        primary_category=primary,
+        # The primary leads when arXiv left it out of the <category> list; dict.fromkeys dedupes in order.
+        categories=tuple(dict.fromkeys([primary, *categories] if primary not in categories else categories)),
+        published=_parse_time(published) if published else updated_at,
+        updated=updated_at,
+        comment=_norm_or_none(comment),
+        journal_ref=_norm_or_none(journal_ref),
+        doi=_norm_or_none(doi),
+    )
+
+
+def _count(text: str | None, what: str) -> int:
+    try:
+        return int((text or "").strip())
+    except ValueError:
+        raise MalformedFeed(f"feed has no valid {what}: {text!r}") from None
+
+
+def parse_feed(data: bytes, *, query: str = "") -> FeedPage:
+    """Parse one arXiv API Atom page.
+
+    Raises UnsafeFeed (a MalformedFeed) for any DOCTYPE, MalformedFeed for anything that is not a complete
+    Atom feed with opensearch counts, and ArxivQueryError when the feed is arXiv's error entry. An entry
+    without a usable id, date or category is logged and skipped rather than failing the whole page.
+    """
+    root = _parse_xml(data)
+    if root.tag != _FEED:
+        raise MalformedFeed(f"not an Atom feed (root element {root.tag!r})")
+    papers: list[Paper] = []
+    title = total = start = per_page = None
+    for child in root:
+        tag = child.tag
+        if tag == _ENTRY:
+            try:
+                papers.append(_parse_entry(child))
+            except _ErrorEntry as exc:
+                raise ArxivQueryError(query, str(exc)) from None
+            except _BadEntry as exc:
+                log.warning("arXiv feed: skipped an entry: %s", exc)
+        elif tag == _TOTAL:
+            total = child.text
+        elif tag == _START:
+            start = child.text
+        elif tag == _PER_PAGE:
+            per_page = child.text
+        elif tag == _TITLE:
+            title = child.text
+    return FeedPage(
+        papers=papers,
+        total_results=_count(total, "opensearch:totalResults"),
+        start_index=_count(start, "opensearch:startIndex"),
+        items_per_page=_count(per_page, "opensearch:itemsPerPage"),
+        query_title=_norm(title),
+    )
+
+
+def category_query(categories: Sequence[str]) -> str:
+    """`cat:cs.AI` for one category, `(cat:cs.AI OR cat:cs.LG)` for several, so it composes under AND."""
+    names = list(dict.fromkeys(c.strip() for c in categories))
+    if not names:
+        raise ValueError("name at least one arXiv category")
+    bad = [c for c in names if not _CATEGORY_NAME.match(c)]
+    if bad:
+        raise ValueError(f"not arXiv categories: {', '.join(bad)}")
+    terms = " OR ".join(f"cat:{c}" for c in names)
+    return terms if len(names) == 1 else f"({terms})"
+
+
+def submitted_range(start: datetime, end: datetime) -> str:
+    """`submittedDate:[YYYYMMDDHHMM TO YYYYMMDDHHMM]` in GMT; both minutes are inclusive on arXiv's side."""
+    if start.tzinfo is None or end.tzinfo is None:
+        raise ValueError("submitted_range needs tz-aware datetimes")
+    if end < start:
+        raise ValueError(f"range ends ({end}) before it starts ({start})")
+    fmt = "%Y%m%d%H%M"
+    return f"submittedDate:[{start.astimezone(UTC):{fmt}} TO {end.astimezone(UTC):{fmt}}]"
+
+
+class ArxivClient:
+    """Search and fetch by id. Every request goes through the shared PoliteHttp (interval, retries)."""
+
+    def __init__(self, http: PoliteHttp, base_url: str) -> None:
+        self.http = http
+        self.base_url = base_url
+
+    async def search(
+        self,
+        query: str,
+        *,
+        start: int = 0,
+        max_results: int = 100,
+        sort_by: str = "submittedDate",
+        sort_order: str = "descending",
+    ) -> FeedPage:
+        if sort_by not in SORT_BY or sort_order not in SORT_ORDER:
+            raise ValueError(f"unsupported sort {sort_by!r}/{sort_order!r}")
+        if start < 0 or max_results < 1:
+            raise ValueError("start must be >= 0 and max_results >= 1")
+        params: dict[str, str | int] = {
+            "search_query": query,
+            "start": start,
+            "max_results": min(max_results, MAX_RESULTS_PER_CALL),
+            "sortBy": sort_by,
+            "sortOrder": sort_order,
+        }
+        return await self._page(params, query=query, start=start)
+
+    async def fetch_ids(self, ids: Sequence[str]) -> list[Paper]:
+        """Papers for the given ids (versioned or not), in chunks of 100 ids per request."""
+        wanted = _unique_ids(ids)
+        papers: list[Paper] = []
+        for offset in range(0, len(wanted), ID_CHUNK):
+            chunk = ",".join(wanted[offset : offset + ID_CHUNK])
+            params: dict[str, str | int] = {"id_list": chunk, "start": 0, "max_results": ID_CHUNK}
+            page = await self._page(params, query=f"id_list={chunk}", start=0)
+            papers.extend(page.papers)
+        return papers
+
+    async def _page(self, params: dict[str, str | int], *, query: str, start: int) -> FeedPage:
+        async def read(fetched: Fetched) -> FeedPage:
+            return await _read_page(fetched, query=query, start=start)
+
+        return await self.http.get(
+            self.base_url, read, params=params, what=f"arXiv API ({query}, start {start})"
+        )
+
+
+def _unique_ids(ids: Sequence[str]) -> list[str]:
+    """Ids as arXiv's id_list wants them (URLs and prefixes removed), one per paper, first form kept."""
+    by_base: dict[str, str] = {}
+    for text in ids:
+        try:
+            base, version = split_arxiv_id(text)
+        except ValueError:
+            raise ArxivQueryError(
+                text, "not an arXiv id (expected e.g. 2202.12139 or astro-ph/9904306)"
+            ) from None
+        by_base.setdefault(base, f"{base}v{version}" if version else base)
+    return list(by_base.values())
+
+
+async def _read_page(fetched: Fetched, *, query: str, start: int) -> FeedPage:
+    """Turn one HTTP answer into a page, or decide whether trying again could help (Retryable) or not."""
+    if fetched.status == 400:
+        with contextlib.suppress(MalformedFeed):  # arXiv's error entry, if readable, says what is wrong
+            parse_feed(fetched.content, query=query)
+        raise ArxivQueryError(query, "HTTP 400 (malformed query)")
+    if fetched.status >= 500:
+        raise Retryable(f"HTTP {fetched.status}")
+    if fetched.status != 200:
+        raise ArxivUnavailable(f"arXiv answered HTTP {fetched.status} to {query!r}")
+    try:
+        # Off the event loop: a 2,000-entry page takes ~0.1-0.2 s of CPU.
+        page = await asyncio.to_thread(parse_feed, fetched.content, query=query)
+    except UnsafeFeed:
+        raise
+    except MalformedFeed as exc:
+        raise Retryable(f"unreadable page ({exc})") from exc
+    if not page.papers and start < page.total_results:
+        # arXiv's known fault: an empty page although more results exist. Never "no new papers".
+        raise Retryable(f"empty page at start {start} of {page.total_results} results")
+    return page
