@@ -35,6 +35,7 @@ QueryFilter = Callable[[str], Callable[[Paper], bool] | None]
 
 _CAT = re.compile(r"cat:([A-Za-z\-]+(?:\.[A-Za-z\-]+)?)")
 _DATE_RANGE = re.compile(r"submittedDate:\[(\d{12}) TO (\d{12})\]")
+_DATE_RANGE_PART = re.compile(r"\s+AND\s+submittedDate:\[\d{12} TO \d{12}\]")
 _SORT_KEYS: dict[str, Callable[[Paper], tuple[datetime, str]]] = {
     "submittedDate": lambda p: (p.published, p.arxiv_id),
     "lastUpdatedDate": lambda p: (p.updated, p.arxiv_id),
@@ -134,6 +135,10 @@ class FakeArxiv:
         self.papers: list[Paper] = list(papers)
         self.requests: list[RecordedRequest] = []
         self.query_filter = query_filter
+        # Called with each request before it is answered; tests use it to queue faults at a chosen moment.
+        self.on_request: Callable[[RecordedRequest], None] | None = None
+        # Serve as if submittedDate were not part of the query (arXiv has ignored query parts before).
+        self.ignore_date_range = False
         self._faults: dict[Endpoint, deque[_Fault]] = {"api": deque(), "rss": deque()}
         self._rss: dict[str, _RssDoc] = {}
         self._changed = asyncio.Condition()
@@ -257,9 +262,10 @@ class FakeArxiv:
         return seen()
 
     async def _record(self, request: web.Request, endpoint: Endpoint) -> None:
-        self.requests.append(
-            RecordedRequest(endpoint, request.path, dict(request.query), dict(request.headers))
-        )
+        recorded = RecordedRequest(endpoint, request.path, dict(request.query), dict(request.headers))
+        self.requests.append(recorded)
+        if self.on_request is not None:
+            self.on_request(recorded)
         async with self._changed:
             self._changed.notify_all()
 
@@ -311,6 +317,8 @@ class FakeArxiv:
         if ids:
             matching = self._by_ids(ids)
         elif search:
+            if self.ignore_date_range:
+                search = _DATE_RANGE_PART.sub("", search)
             matching = [p for p in self.papers if self._predicate(search)(p)]
         else:
             raise _BadQuery("give search_query or id_list")

@@ -1,0 +1,100 @@
+"""The command line as a user runs it: a real process, settings from the environment, a loopback arXiv."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import sys
+from pathlib import Path
+
+from bot.sources.arxiv_api import parse_feed
+from bot.store import Store
+from tests.fakes.arxiv_server import FakeArxiv
+from tests.shared_files import FIXTURES
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+async def run_cli(*args: str, env: dict[str, str], cwd: Path) -> tuple[int, str, str]:
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("DISCORD_", "ARXIV_", "DATABASE_"))}
+    full_env.update(env)
+    full_env["PYTHONPATH"] = str(REPO)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bot",
+        *args,
+        env=full_env,
+        cwd=cwd,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), timeout=120)
+    return proc.returncode or 0, out.decode(), err.decode()
+
+
+async def test_without_token_exits_with_one_clear_line(tmp_path: Path) -> None:
+    code, out, err = await run_cli(env={"DATABASE_PATH": str(tmp_path / "db.sqlite3")}, cwd=tmp_path)
+    assert code != 0 and out == ""
+    assert err.strip().splitlines() == [
+        "paperwatch: DISCORD_TOKEN is not set: put your bot token in the environment or in .env (see .env.example)"
+    ]
+
+
+async def test_bad_setting_names_the_variable(tmp_path: Path) -> None:
+    code, _, err = await run_cli("stats", env={"POLL_INTERVAL_MINUTES": "often"}, cwd=tmp_path)
+    assert code == 2 and "POLL_INTERVAL_MINUTES" in err and "Traceback" not in err
+
+
+async def test_poll_once_stores_every_fixture_paper_with_every_field(tmp_path: Path) -> None:
+    current = (FIXTURES / "api_query_testing_100.xml").read_bytes()
+    legacy = (FIXTURES / "api_query_legacy_10.xml").read_bytes()
+    expected = parse_feed(current).papers + parse_feed(legacy).papers
+    db = tmp_path / "data" / "paperwatch.sqlite3"
+    async with FakeArxiv() as arxiv:
+        arxiv.serve_raw_next(current)
+        arxiv.serve_raw_next(legacy)
+        code, out, err = await run_cli(
+            "poll",
+            "--once",
+            env={
+                "ARXIV_API_URL": arxiv.url,
+                "DATABASE_PATH": str(db),
+                "ARXIV_MIN_INTERVAL_SECONDS": "0",
+                "ARXIV_CATEGORIES": "cs.LG cs.SE",
+            },
+            cwd=tmp_path,
+        )
+    assert code == 0, err
+    assert "110 new" in out and "cycle complete" in out
+    store = await Store.open(db)
+    try:
+        assert await store.papers.count() == len(expected) == 110
+        for paper in expected:
+            assert await store.papers.get(paper.arxiv_id) == paper
+    finally:
+        await store.close()
+
+
+async def test_stats_prints_a_week_by_category_table(tmp_path: Path) -> None:
+    db = tmp_path / "db.sqlite3"
+    store = await Store.open(db)
+    from datetime import timedelta
+
+    from tests.factories import make_paper
+
+    now = store.clock.now()
+    await store.papers.upsert(
+        [make_paper(i, published=now - timedelta(days=i), categories=("cs.CL",)) for i in range(10)],
+        seen_at=now,
+    )
+    await store.close()
+    code, out, err = await run_cli("stats", "--weeks", "3", env={"DATABASE_PATH": str(db)}, cwd=tmp_path)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].startswith("10 papers stored")
+    assert lines[1].split() == ["week", "cs.CL"]
+    assert sum(int(line.split()[1]) for line in lines[2:]) == 10
+    with sqlite3.connect(db) as raw:
+        assert raw.execute("SELECT COUNT(*) FROM papers").fetchone()[0] == 10
