@@ -115,7 +115,8 @@ class Backfill:
             window = pending[0]
             stored += await self._fill(window)
             done_now += 1
-            pace = (self.clock.monotonic() - began) / done_now
+            # Each window costs at least one request, and requests are spaced by arXiv's interval.
+            pace = max((self.clock.monotonic() - began) / done_now, self.client.http.min_interval)
             self.progress(Progress(stored, done + 1, len(pending) - 1, pace * (len(pending) - 1)))
 
     async def _fill(self, window: Window) -> int:

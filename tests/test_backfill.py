@@ -1,0 +1,103 @@
+"""Backfill walks day windows, splits the crowded ones, shows progress and resumes after an interruption."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+import httpx
+import pytest
+
+from bot.backfill import Backfill, Progress, day_windows, split_window
+from bot.clock import FakeClock
+from bot.errors import ArxivUnavailable
+from bot.sources.arxiv_api import ArxivClient
+from bot.sources.polite_http import PoliteHttp, build_http_client
+from bot.store import Store
+from tests.factories import make_paper
+from tests.fakes.arxiv_server import FakeArxiv, RecordedRequest
+
+CATS = ("cs.LG",)
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[httpx.AsyncClient]:
+    client = build_http_client("paperwatch-tests/0.1", timeout=5.0)
+    yield client
+    await client.aclose()
+
+
+def history(clock: FakeClock, days: int, per_day: int) -> list:
+    start = clock.now().replace(hour=0, minute=0, second=0, microsecond=0)
+    return [
+        make_paper(d * 1000 + i, published=start - timedelta(days=d) + timedelta(minutes=7 * i + 1))
+        for d in range(days)
+        for i in range(per_day)
+    ]
+
+
+def backfill(
+    store: Store,
+    arxiv: FakeArxiv,
+    http: httpx.AsyncClient,
+    clock: FakeClock,
+    progress: list[Progress],
+    page_size: int = 2000,
+) -> Backfill:
+    client = ArxivClient(PoliteHttp(http, clock, min_interval=3.0, max_tries=2), arxiv.url)
+    return Backfill(store, client, clock, categories=CATS, page_size=page_size, progress=progress.append)
+
+
+def test_windows_cover_each_minute_once() -> None:
+    clock = FakeClock()
+    windows = day_windows(clock.now(), 3)
+    assert len(windows) == 4
+    for (start, end), (older_start, older_end) in zip(windows, windows[1:], strict=False):
+        assert older_end + timedelta(minutes=1) == start and end > start
+    halves = split_window(windows[0])
+    assert halves[1][0] == windows[0][0] and halves[0][1] == windows[0][1]
+    assert halves[1][1] + timedelta(minutes=1) == halves[0][0]
+
+
+async def test_fills_every_day_and_reports_progress(store: Store, http, clock: FakeClock) -> None:
+    papers = history(clock, days=4, per_day=6)
+    async with FakeArxiv(papers) as arxiv:
+        progress: list[Progress] = []
+        stored = await backfill(store, arxiv, http, clock, progress).run(days=3)
+    assert stored == 24 and await store.papers.count() == 24
+    assert [p.windows_left for p in progress] == [3, 2, 1, 0, 0]
+    assert progress[-1].papers_stored == 24 and "24 papers stored" in progress[-1].line()
+    assert progress[0].seconds_left is not None and progress[0].seconds_left > 0  # paced by the 3 s interval
+
+
+async def test_crowded_windows_are_split_until_each_fits_a_page(store: Store, http, clock: FakeClock) -> None:
+    papers = history(clock, days=1, per_day=40)
+    async with FakeArxiv(papers) as arxiv:
+        progress: list[Progress] = []
+        await backfill(store, arxiv, http, clock, progress, page_size=15).run(days=1)
+        pages = [r for r in arxiv.requests if r.endpoint == "api"]
+    assert await store.papers.count() == 40
+    assert all(int(r.params["max_results"]) == 15 for r in pages)
+    windows = await store.backfill.windows("backfill:cs.LG")
+    assert all(w.done and w.papers <= 15 for w in windows)
+    assert sum(w.papers for w in windows) == 40
+
+
+async def test_resumes_after_an_interruption_without_refetching(store: Store, http, clock: FakeClock) -> None:
+    papers = history(clock, days=5, per_day=3)
+    async with FakeArxiv(papers) as arxiv:
+
+        def outage_after_two_windows(request: RecordedRequest) -> None:
+            if len(arxiv.requests) == 3:
+                arxiv.fail_next(503, count=2)  # both tries of the third window fail
+
+        arxiv.on_request = outage_after_two_windows
+        with pytest.raises(ArxivUnavailable):
+            await backfill(store, arxiv, http, clock, []).run(days=4)
+        assert await store.papers.count() == 6
+        arxiv.on_request = None
+        arxiv.requests.clear()
+        progress: list[Progress] = []
+        stored = await backfill(store, arxiv, http, clock, progress).run(days=4)
+        assert stored == 9 and await store.papers.count() == 15
+        assert len([r for r in arxiv.requests if r.endpoint == "api"]) == 3  # only the windows not done
