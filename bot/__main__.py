@@ -6,13 +6,18 @@ import argparse
 import asyncio
 import logging
 import sys
+from collections import Counter
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from bot.backfill import Progress
 from bot.config import Settings, load_settings, require_token
 from bot.context import open_context
 from bot.errors import PaperwatchError
+from bot.models import Paper
+from bot.momentum import topic_momentum, week_start
+from bot.topics.query import parse_query
 
 log = logging.getLogger("bot")
 
@@ -39,7 +44,30 @@ def build_parser() -> argparse.ArgumentParser:
 
     stats = sub.add_parser("stats", help="papers stored per category per week")
     stats.add_argument("--weeks", type=int, default=8, help="how many weeks back to show (default 8)")
+
+    momentum = sub.add_parser("momentum", help="how a topic is moving: the sentence, a sparkline, a chart")
+    momentum.add_argument("topic", help='a catalog topic\'s name or slug, e.g. "RL Post-Training"')
+    momentum.add_argument("--weeks", type=int, default=4, help="window length in weeks (1-52, default 4)")
+    momentum.add_argument(
+        "--png", type=Path, metavar="FILE", help="also write the weekly chart to this PNG file"
+    )
+
+    sub.add_parser("topics", help="the catalog's topics with their papers in the last four weeks")
+
+    match = sub.add_parser("match", help="what an arXiv-syntax query matches in the stored history")
+    match.add_argument("--query", required=True, help="e.g. 'ti:\"speculative decoding\" OR abs:medusa'")
+    match.add_argument("--since", type=_date, help="only papers submitted on or after this day (YYYY-MM-DD)")
+    match.add_argument(
+        "--limit", type=int, default=10, help="how many of the newest matches to list (default 10)"
+    )
     return parser
+
+
+def _date(text: str) -> datetime:
+    try:
+        return datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=UTC)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a day like 2026-06-01") from None
 
 
 async def cmd_poll(settings: Settings, once: bool) -> int:
@@ -94,6 +122,66 @@ async def cmd_stats(settings: Settings, weeks: int) -> int:
     return 0
 
 
+async def cmd_momentum(settings: Settings, name: str, weeks: int, png: Path | None) -> int:
+    async with open_context(settings) as ctx:
+        topic = await ctx.store.topics.find(0, name)
+        if topic is None:
+            raise PaperwatchError(f"no catalog topic named {name!r}; `python -m bot topics` lists them")
+        query = ctx.topics.query(topic.id)
+        result = await topic_momentum(
+            ctx.store,
+            topic,
+            now=ctx.clock.now(),
+            watched=settings.arxiv_categories,
+            weeks=weeks,
+            topic_categories=sorted(query.categories()),
+        )
+    print(f"{topic.name}: {result.sentence()}")
+    print(
+        f"Last {len(result.series)} weeks: {result.sparkline()}  (this week so far: {result.series[-1].count})"
+    )
+    for week in result.series:
+        print(f"  {week.label:<16}{week.count:>6}{'  (so far)' if week.partial else ''}")
+    if png is not None:
+        from bot.charts import weekly_chart  # matplotlib loads only when a chart is asked for
+
+        chart = await asyncio.to_thread(weekly_chart, result.series, topic.name, result.sentence())
+        await asyncio.to_thread(png.write_bytes, chart)
+        print(f"Chart written to {png}")
+    return 0
+
+
+async def cmd_topics(settings: Settings) -> int:
+    async with open_context(settings) as ctx:
+        now = ctx.clock.now()
+        rows = await ctx.store.topics.visible_to(0)
+        print(f"{len(rows)} catalog topics (papers submitted in the last four weeks)")
+        for row in rows:
+            result = await topic_momentum(ctx.store, row, now=now, watched=settings.arxiv_categories)
+            print(f"{result.current:>6}  {result.sparkline()}  {row.name}  [{row.slug}]")
+    return 0
+
+
+async def cmd_match(settings: Settings, text: str, since: datetime | None, limit: int) -> int:
+    query = parse_query(text)
+    async with open_context(settings) as ctx:
+        found: list[Paper] = []
+        async for batch in ctx.store.topics.candidates(
+            query.to_fts5(), categories=sorted(query.categories()), since=since
+        ):
+            found += [p for p in batch if query.matches(p)]
+    found.sort(key=lambda p: p.published, reverse=True)
+    weeks = Counter(week_start(p.published).date() for p in found)
+    scope = f" since {since:%Y-%m-%d}" if since else ""
+    verb = "paper matches" if len(found) == 1 else "papers match"
+    print(f"{len(found)} stored {verb} {query.text!r}{scope}")
+    for week, count in sorted(weeks.items())[-12:]:
+        print(f"  Week of {week:%b} {week.day:<8}{count:>6}")
+    for paper in found[:limit]:
+        print(f"{paper.published:%Y-%m-%d}  {paper.arxiv_id:<12} {paper.title[:100]}")
+    return 0
+
+
 def cmd_run(settings: Settings) -> int:
     token = require_token(settings)
     from bot.app import run_bot  # imported late: the CLI's other commands need no Discord
@@ -119,6 +207,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return asyncio.run(cmd_backfill(settings, args.days, args.categories))
             case "stats":
                 return asyncio.run(cmd_stats(settings, args.weeks))
+            case "momentum":
+                return asyncio.run(cmd_momentum(settings, args.topic, args.weeks, args.png))
+            case "topics":
+                return asyncio.run(cmd_topics(settings))
+            case "match":
+                return asyncio.run(cmd_match(settings, args.query, args.since, args.limit))
     except PaperwatchError as exc:
         print(f"paperwatch: {exc}", file=sys.stderr)
         return 2

@@ -20,6 +20,8 @@ from bot.ingest import Ingestor, StoredHook
 from bot.sources.arxiv_api import ArxivClient
 from bot.sources.polite_http import PoliteHttp, build_http_client
 from bot.store import Store
+from bot.topics.catalog import load_catalog
+from bot.topics.service import TopicService
 
 
 @dataclass
@@ -30,6 +32,7 @@ class AppContext:
     http: httpx.AsyncClient
     arxiv_http: PoliteHttp
     arxiv: ArxivClient
+    topics: TopicService
     on_stored: StoredHook | None = None
 
     def ingestor(self) -> Ingestor:
@@ -65,7 +68,18 @@ async def open_context(settings: Settings, clock: Clock | None = None) -> AsyncI
     http = build_http_client(settings.user_agent)
     polite = PoliteHttp(http, clock, min_interval=settings.arxiv_min_interval_seconds)
     try:
-        yield AppContext(settings, clock, store, http, polite, ArxivClient(polite, settings.arxiv_api_url))
+        topics = TopicService(store, clock)
+        await topics.start(load_catalog())
+        yield AppContext(
+            settings,
+            clock,
+            store,
+            http,
+            polite,
+            ArxivClient(polite, settings.arxiv_api_url),
+            topics,
+            on_stored=topics.on_stored,
+        )
     finally:
         await http.aclose()
         await store.close()

@@ -98,3 +98,63 @@ async def test_stats_prints_a_week_by_category_table(tmp_path: Path) -> None:
     assert sum(int(line.split()[1]) for line in lines[2:]) == 10
     with sqlite3.connect(db) as raw:
         assert raw.execute("SELECT COUNT(*) FROM papers").fetchone()[0] == 10
+
+
+async def test_momentum_prints_the_sentence_and_writes_the_chart(tmp_path: Path) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from tests.factories import make_paper
+
+    db = tmp_path / "db.sqlite3"
+    today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    rl = "GRPO post-training of language models for reasoning"
+    # 49 papers in the last four weeks, 16 in the four before; kept two days away from every window edge.
+    current = [
+        make_paper(i, title=rl, published=today - timedelta(days=3 + i % 23, hours=5)) for i in range(49)
+    ]
+    previous = [make_paper(100 + i, title=rl, published=today - timedelta(days=31 + i)) for i in range(16)]
+    others = [
+        make_paper(200 + i, title="Graph colouring bounds", published=today - timedelta(days=3 + i % 20))
+        for i in range(9751)
+    ]
+    store = await Store.open(db)
+    await store.papers.upsert(current + previous + others, seen_at=datetime.now(UTC))
+    await store.close()
+    png = tmp_path / "chart.png"
+    code, out, err = await run_cli(
+        "momentum",
+        "RL Post-Training",
+        "--png",
+        str(png),
+        env={"DATABASE_PATH": str(db), "ARXIV_CATEGORIES": "cs.LG cs.AI"},
+        cwd=tmp_path,
+    )
+    assert code == 0, err
+    assert out.splitlines()[0] == (
+        "RL Post-Training: 49 papers in the last four weeks, up 206% on the four weeks before. "
+        "0.5% of all new papers."
+    )
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+async def test_match_lists_what_a_query_finds(tmp_path: Path) -> None:
+    from tests.factories import make_paper
+
+    db = tmp_path / "db.sqlite3"
+    store = await Store.open(db)
+    papers = [
+        make_paper(1, title="Speculative decoding with Medusa heads"),
+        make_paper(2, title="Graph colouring"),
+    ]
+    await store.papers.upsert(papers, seen_at=store.clock.now())
+    await store.close()
+    code, out, err = await run_cli(
+        "match", "--query", "ti:medusa", env={"DATABASE_PATH": str(db)}, cwd=tmp_path
+    )
+    assert code == 0, err
+    assert out.splitlines()[0] == "1 stored paper matches 'ti:medusa'"
+    assert "Speculative decoding with Medusa heads" in out
+    code, _, err = await run_cli(
+        "match", "--query", "ti:(medusa", env={"DATABASE_PATH": str(db)}, cwd=tmp_path
+    )
+    assert code == 2 and "position" in err and "Traceback" not in err
