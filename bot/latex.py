@@ -1,0 +1,312 @@
+"""LaTeX in arXiv titles and abstracts -> readable Unicode text (pylatexenc based, never raises).
+
+arXiv metadata is half LaTeX, half plain text: "GD $^2$ PO", "{\\sim}15", but also "costs $5 and 10%".
+pylatexenc does the heavy lifting; this module guards the plain-text cases it would mangle (`%` starts a
+comment, a lone `$` opens math, a lone `\\` eats the next word) and adds what it lacks: Unicode super- and
+subscripts, plain letters for \\mathcal/\\mathbf, and `~` for \\sim.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from pylatexenc import latex2text, latexwalker, macrospec
+from pylatexenc.latex2text import LatexNodes2Text, MacroTextSpec, SpecialsTextSpec
+
+__all__ = ["latex_to_text"]
+
+# Private-use mark emitted before a rendered super/subscript: every space before it is dropped afterwards,
+# so "GD $^2$ PO" reads "GD² PO" and "37 ^{\circ}" reads "37°". Stripped from the input first.
+_GLUE = "\ue000"
+
+_SUPERSCRIPT = dict(
+    zip(
+        "0123456789+-−=()abcdefghijklmnoprstuvwxyzABDEGHIJKLMNOPRTUVWαβγδεϵθιφχ",
+        "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁻⁼⁽⁾ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖʳˢᵗᵘᵛʷˣʸᶻᴬᴮᴰᴱᴳᴴᴵᴶᴷᴸᴹᴺᴼᴾᴿᵀᵁⱽᵂᵅᵝᵞᵟᵋᵋᶿᶥᵠᵡ",
+        strict=True,
+    )
+)
+# Symbols that read fine as they are after a base ("x*", "f′", "A†") or have a conventional stand-in.
+_SUPERSCRIPT.update({"∘": "°", "°": "°", "⊤": "ᵀ", "'": "′", "′": "′", "″": "″", "*": "*", "∗": "*"})
+_SUPERSCRIPT.update({"†": "†", "‡": "‡"})
+
+_SUBSCRIPT = dict(
+    zip("0123456789+-−=()aehijklmnoprstuvxβγρφχ", "₀₁₂₃₄₅₆₇₈₉₊₋₋₌₍₎ₐₑₕᵢⱼₖₗₘₙₒₚᵣₛₜᵤᵥₓᵦᵧᵨᵩᵪ", strict=True)
+)
+
+# Rendered scripts may be nested (a^{b^c}): already-converted characters map to themselves.
+for _table in (_SUPERSCRIPT, _SUBSCRIPT):
+    _table.update({v: v for v in list(_table.values())})
+
+# Unicode has letters for every subscript/superscript digit but only some letters, and long letter runs
+# ("x_train") read better with an underscore than as tiny glyphs.
+_MAX_SCRIPT_LETTERS = 2
+
+# One-argument macros that may follow ^ or _ without braces (x_\mathrm{max}); pylatexenc would take only
+# the macro name as the script argument, so they get wrapped in braces first.
+_SCRIPT_ARG_MACROS = frozenset(
+    [
+        "mathrm",
+        "text",
+        "textrm",
+        "textit",
+        "textbf",
+        "texttt",
+        "textsf",
+        "mathbf",
+        "mathcal",
+        "mathit",
+        "mathsf",
+        "mathtt",
+        "mathbb",
+        "mathscr",
+        "mathfrak",
+        "operatorname",
+        "hat",
+        "tilde",
+        "bar",
+        "vec",
+        "dot",
+        "ddot",
+        "boldsymbol",
+        "bm",
+        "widehat",
+        "widetilde",
+        "overline",
+        "sqrt",
+        "emph",
+    ]
+)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Conversion callbacks (pylatexenc calls them with the node and the converter).
+
+
+def _arg_text(node: latexwalker.LatexNode, l2tobj: LatexNodes2Text, index: int = 0) -> str:
+    args = node.nodeargd.argnlist if node.nodeargd and node.nodeargd.argnlist else []
+    if index >= len(args) or args[index] is None:
+        return ""
+    return l2tobj._groupnodecontents_to_text(args[index])
+
+
+def _to_script(text: str, table: dict[str, str]) -> str | None:
+    """Map every character through `table`, or None when one has no Unicode script form."""
+    letters = sum(ch.isalpha() for ch in text)
+    if not text or letters > _MAX_SCRIPT_LETTERS:
+        return None
+    if any(ch not in table for ch in text):
+        return None
+    return "".join(table[ch] for ch in text)
+
+
+def _script(node: latexwalker.LatexSpecialsNode, l2tobj: LatexNodes2Text) -> str:
+    """`^x` / `_{...}`: Unicode super/subscripts where they exist, else `x^(n+m+k)`-style plain text."""
+    if not node.parsing_state.in_math_mode:
+        return node.latex_verbatim()  # snake_case in prose stays as written
+    sign = node.specials_chars
+    # Spaces inside math are insignificant: "n - 1" -> "n-1" before mapping.
+    text = "".join(_arg_text(node, l2tobj).replace(_GLUE, "").split())
+    mapped = _to_script(text, _SUPERSCRIPT if sign == "^" else _SUBSCRIPT)
+    if mapped is not None:
+        return _GLUE + mapped
+    if len(text) <= 1 or text.isalnum():
+        return _GLUE + sign + text
+    return _GLUE + f"{sign}({text})"
+
+
+def _plain_arg(node: latexwalker.LatexMacroNode, l2tobj: LatexNodes2Text) -> str:
+    return _arg_text(node, l2tobj, 0)
+
+
+def _wrap(part: str) -> str:
+    return part if len(part) <= 1 or part.isalnum() else f"({part})"
+
+
+def _frac(node: latexwalker.LatexMacroNode, l2tobj: LatexNodes2Text) -> str:
+    num, den = _arg_text(node, l2tobj, 0).strip(), _arg_text(node, l2tobj, 1).strip()
+    return f"{_wrap(num)}/{_wrap(den)}"
+
+
+def _sqrt(node: latexwalker.LatexMacroNode, l2tobj: LatexNodes2Text) -> str:
+    root = _arg_text(node, l2tobj, 0).strip()  # optional [n]
+    body = _wrap(_arg_text(node, l2tobj, 1).strip())
+    prefix = {"": "√", "2": "√", "3": "∛", "4": "∜"}.get(root)
+    return f"{prefix}{body}" if prefix else f"{_wrap(root)}√{body}"
+
+
+def _href(node: latexwalker.LatexMacroNode, l2tobj: LatexNodes2Text) -> str:
+    return _arg_text(node, l2tobj, 1) or _arg_text(node, l2tobj, 0)
+
+
+def _unknown_macro(node: latexwalker.LatexMacroNode, l2tobj: LatexNodes2Text) -> str:
+    """Keep an unknown `\\name` visible (often not LaTeX at all: "C:\\temp", "\\n"); if it took arguments,
+    or a braced group follows, show just the text of those."""
+    args = node.nodeargd.argnlist if node.nodeargd and node.nodeargd.argnlist else []
+    if any(arg is not None for arg in args):
+        return "".join(l2tobj._groupnodecontents_to_text(arg) for arg in args)
+    source: str = node.parsing_state.s
+    end = node.pos + node.len
+    if source[end : end + 1] == "{":
+        return ""
+    return "\\" + node.macroname + node.macro_post_space
+
+
+def _text_specs() -> dict[str, list[object]]:
+    plain = [
+        "mathcal",
+        "mathscr",
+        "mathfrak",
+        "mathbf",
+        "mathit",
+        "mathsf",
+        "mathtt",
+        "boldsymbol",
+        "bm",
+        "texttt",
+        "url",
+        "operatorname",
+        "textsuperscript",
+        "textsubscript",
+    ]
+    fixed: dict[str, str] = {
+        "sim": "~",
+        "|": "‖",
+        "LaTeX": "LaTeX",
+        "TeX": "TeX",
+        "xspace": "",
+        "deg": "°",  # arXiv writes a typed "°" as {\deg}
+        "colon": ":",
+        "textgreater": ">",
+        "textless": "<",
+    }
+    # A dropped citation takes the space before it along: "shown \cite{x}." -> "shown."
+    fixed.update({name: _GLUE for name in ("cite", "citet", "citep")})
+    callables: dict[str, Callable[..., str]] = {
+        "frac": _frac,
+        "dfrac": _frac,
+        "tfrac": _frac,
+        "sqrt": _sqrt,
+        "href": _href,
+    }
+    macros: list[object] = [MacroTextSpec(name, simplify_repl=_plain_arg) for name in plain]
+    macros += [MacroTextSpec(name, simplify_repl=repl) for name, repl in fixed.items()]
+    macros += [MacroTextSpec(name, simplify_repl=fn) for name, fn in callables.items()]
+    specials: list[object] = [SpecialsTextSpec(sign, simplify_repl=_script) for sign in "^_"]
+    specials.append(SpecialsTextSpec("&", "&"))  # "R&D" in prose, not a table column
+    return {"macros": macros, "specials": specials}
+
+
+def _build_contexts() -> tuple[macrospec.LatexContextDb, macrospec.LatexContextDb]:
+    walker_db = latexwalker.get_default_latex_context_db()
+    one_arg = "{"
+    walker_db.add_context_category(
+        "paperwatch",
+        prepend=True,
+        macros=[
+            macrospec.MacroSpec(name, one_arg)
+            for name in ("bm", "boldsymbol", "operatorname", "mathfrak", "textsuperscript", "textsubscript")
+        ]
+        + [macrospec.MacroSpec(name, "{{") for name in ("href", "dfrac", "tfrac")],
+        specials=[
+            macrospec.SpecialsSpec(sign, args_parser=macrospec.MacroStandardArgsParser("{")) for sign in "^_"
+        ],
+    )
+    text_db = latex2text.get_default_latex_context_db()
+    text_db.add_context_category("paperwatch", prepend=True, **_text_specs())
+    text_db.set_unknown_macro_spec(MacroTextSpec("", simplify_repl=_unknown_macro))
+    return walker_db, text_db
+
+
+_WALKER_DB, _TEXT_DB = _build_contexts()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Guards applied to the raw text before parsing.
+
+_UNESCAPED = r"(?<!\\)(?:\\\\)*"  # an even run of backslashes: the next char is not escaped
+_PERCENT = re.compile(rf"({_UNESCAPED})%")
+_DOLLAR = re.compile(rf"{_UNESCAPED}(\$)")
+_LONE_BACKSLASH = re.compile(r"(?:(?<!\S)\\(?=\s)|(?<!\\)\\$)")
+_MACRO_THEN_UNICODE = re.compile(r"(\\[A-Za-z]+)(?=[^\x00-\x7f])")
+_TILDE_NUMBER = re.compile(r"(?<![\\\w])~(?=\d)")
+_SCRIPT_MACRO = re.compile(r"([_^])\s*\\([A-Za-z]+)\s*\{")
+_CURRENCY = re.compile(r"\$\d")
+
+
+def _balance_dollars(text: str) -> str:
+    """An odd number of `$` means one is money, not math: escape it (the first "$5", else the last)."""
+    positions = [m.start(1) for m in _DOLLAR.finditer(text)]
+    if len(positions) % 2 == 0:
+        return text
+    money = [p for p in positions if _CURRENCY.match(text, p) and (p == 0 or not text[p - 1].isalnum())]
+    pos = money[0] if money else positions[-1]
+    return text[:pos] + "\\" + text[pos:]
+
+
+def _matching_brace(text: str, open_pos: int) -> int | None:
+    depth, i = 0, open_pos
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\":
+            i += 2  # an escaped char (\{ or \}) never opens or closes a group
+            continue
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        if depth == 0:
+            return i
+        i += 1
+    return None
+
+
+def _brace_script_macros(text: str) -> str:
+    r"""`x_\mathrm{max}` -> `x_{\mathrm{max}}` so the whole macro becomes the subscript."""
+    out: list[str] = []
+    pos = 0
+    for match in _SCRIPT_MACRO.finditer(text):
+        if match.start() < pos or match.group(2) not in _SCRIPT_ARG_MACROS:
+            continue
+        close = _matching_brace(text, match.end() - 1)
+        if close is None:
+            continue
+        out += [text[pos : match.start()], match.group(1), "{", text[match.start() + 1 : close + 1], "}"]
+        pos = close + 1
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _prepare(text: str) -> str:
+    text = text.replace(_GLUE, "")
+    text = _MACRO_THEN_UNICODE.sub(r"\1 ", text)  # arXiv writes "\mathbfθ": the name ends at the θ
+    text = _LONE_BACKSLASH.sub(r"\\textbackslash{}", text)
+    text = _PERCENT.sub(r"\1\\%", text)
+    text = _TILDE_NUMBER.sub(r"{\\sim}", text)  # "~15%" means "about 15%", not a non-breaking space
+    text = _balance_dollars(text)
+    return _brace_script_macros(text)
+
+
+def _normalise(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _fallback(text: str) -> str:
+    """Input with its math `$` stripped: what a reader would see if LaTeX were ignored. Money stays."""
+    try:
+        balanced = _balance_dollars(text.replace(_GLUE, ""))
+        return _normalise(_DOLLAR.sub(lambda m: m.group(0)[:-1], balanced).replace("\\$", "$"))
+    except Exception:  # regex engines can hit limits on pathological input too
+        return _normalise(text.replace("$", "").replace(_GLUE, ""))
+
+
+def latex_to_text(text: str) -> str:
+    """Readable Unicode for arXiv LaTeX-ish text, whitespace collapsed. Never raises: on any parser error
+    the input comes back with its math `$` stripped."""
+    try:
+        prepared = _prepare(text)
+        walker = latexwalker.LatexWalker(prepared, latex_context=_WALKER_DB, tolerant_parsing=True)
+        nodes, _, _ = walker.get_latex_nodes()
+        # A converter per call: pylatexenc keeps per-conversion state on it.
+        rendered = LatexNodes2Text(latex_context=_TEXT_DB).nodelist_to_text(nodes)
+        return _normalise(re.sub(rf"\s*{_GLUE}", "", rendered))
+    except Exception:  # pylatexenc has many failure modes on arbitrary text (RecursionError included)
+        return _fallback(text)

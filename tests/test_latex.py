@@ -1,0 +1,167 @@
+"""bot.latex: arXiv LaTeX-ish text comes out readable, plain text stays intact, nothing ever raises."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from lxml import etree
+
+from bot.latex import latex_to_text
+from tests.shared_files import FIXTURES
+
+ATOM = {"a": "http://www.w3.org/2005/Atom"}
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("GD $^2$ PO", "GD² PO"),
+        (r"{\sim}15", "~15"),
+        (r"$p(1{-}p)(g{-}1)/g$", "p(1-p)(g-1)/g"),
+        (r"$4\times$ faster", "4× faster"),
+        (r"$\alpha$-divergence", "α-divergence"),
+        (r"$\mathcal{O}(n \log n)$", "O(n log n)"),
+        (r"\textit{et al.}", "et al."),
+        (r"$\leq$", "≤"),
+        (r"$x_i$", "xᵢ"),
+        (r"\emph{foo}", "foo"),
+        (r"$10^{31}$ to $10^{32}$", "10³¹ to 10³²"),
+        (r"the $e^+e^-$-collider", "the e⁺e⁻-collider"),
+        (r"$T \approx 37 ^{\circ}$", "T ≈ 37°"),
+        (r"(200-500 {\deg}C)", "(200-500 °C)"),
+        (r"$\tilde{O}(\varepsilon^{-2})$ queries", "Õ(ε⁻²) queries"),
+        (r"$\varepsilon_1 = \varepsilon_2/2$", "ε₁ = ε₂/2"),
+        (r"$\Theta(\sqrt{n})$", "Θ(√n)"),
+        (r"$\frac{n+1}{2}$", "(n+1)/2"),
+        (r"$W^\top x$ and $f^\prime$", "Wᵀx and f′"),
+        (r"$x_\mathrm{max}$ vs $x_{\text{train}}$", "x_max vs x_train"),
+        (r"$O(n^{1.5})$", "O(n^(1.5))"),
+        (r"$x^{n - 1}$", "xⁿ⁻¹"),
+        (r"$X \sim N(\mathbfθ, I_\infty)$", "X ~ N(θ, I_∞)"),  # arXiv's "\mathbfθ" (θ glued to the name)
+        (r"$\|x\|_2$", "‖x‖₂"),
+        (r"M\"uller and Sch\'{e}ma", "Müller and Schéma"),
+        (r"shown in \cite{smith}.", "shown in."),
+        ("10--20 tokens", "10–20 tokens"),
+    ],
+)
+def test_latex_examples_come_out_readable(source: str, expected: str) -> None:
+    assert latex_to_text(source) == expected
+
+
+@pytest.mark.parametrize(
+    "plain",
+    [
+        "costs $5 and 10%",
+        "a 10% gain, 25% fewer steps",
+        "path C:\\temp and a lone \\ backslash",
+        "ends with a backslash \\",
+        "R&D at AT&T",
+        "snake_case and x^2 in prose",
+        "price $ alone",
+        "email me@example.org",
+    ],
+)
+def test_plain_text_with_lone_specials_stays_intact(plain: str) -> None:
+    assert latex_to_text(plain) == plain
+
+
+def test_money_next_to_math_keeps_the_dollar() -> None:
+    assert latex_to_text(r"we pay $5 per $k$-shot query") == "we pay $5 per k-shot query"
+
+
+def test_tilde_before_a_number_means_about() -> None:
+    assert latex_to_text("~15% faster, see~Table 1") == "~15% faster, see Table 1"
+
+
+def test_whitespace_is_normalised() -> None:
+    assert latex_to_text("  Deep\n  learning\t\tfor $x$\n\n rocks  ") == "Deep learning for x rocks"
+
+
+def _fixture_texts(name: str) -> list[str]:
+    root = etree.parse(str(FIXTURES / name))
+    return [
+        node.text or ""
+        for entry in root.findall("a:entry", ATOM)
+        for node in (entry.find("a:title", ATOM), entry.find("a:summary", ATOM))
+    ]
+
+
+def test_fixture_abstract_with_exponents_reads_naturally() -> None:
+    texts = _fixture_texts("api_query_legacy_10.xml")
+    prelc = next(t for t in texts if "$10^{31}$" in t)
+    out = latex_to_text(prelc)
+    assert "luminosities in the range of 10³¹ to 10³² could be achieved" in out
+    assert "with the e⁺e⁻-collider" in out
+    assert "$" not in out and "\n" not in out
+
+
+@pytest.mark.parametrize("name", ["api_query_legacy_10.xml", "api_query_testing_100.xml"])
+def test_fixture_texts_lose_their_markup_but_not_their_words(name: str) -> None:
+    for text in _fixture_texts(name):
+        out = latex_to_text(text)
+        assert "$" not in out  # every fixture dollar is math
+        assert "\\mathbf" not in out and "\\varepsilon" not in out
+        # Words outside math survive: the first and last plain words of the text are kept.
+        words = [w for w in text.split() if w.isalpha()]
+        assert words[0] in out and words[-1] in out
+
+
+_LATEXISH = st.lists(
+    st.one_of(
+        st.sampled_from(
+            [
+                "$",
+                "$$",
+                "\\",
+                "{",
+                "}",
+                "^",
+                "_",
+                "%",
+                "&",
+                "~",
+                "\\frac",
+                "\\sqrt[",
+                "\\begin{x}",
+                "\\end{y}",
+                "\\mathbf",
+                "\\alpha",
+                "\\verb|",
+                "\\cite{",
+                "{\\sim}",
+                "\\\\",
+                "\\%",
+                "\\$",
+                "#",
+                "''",
+                "``",
+            ]
+        ),
+        st.text(max_size=12),
+    ),
+    max_size=60,
+).map("".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_LATEXISH)
+def test_never_raises_and_returns_one_clean_line(text: str) -> None:
+    out = latex_to_text(text)
+    assert isinstance(out, str)
+    assert out == out.strip()
+    assert "\n" not in out and "  " not in out
+    assert "\ue000" not in out  # the internal glue mark never leaks
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(alphabet=st.characters(categories=["L", "N", "Zs"]), max_size=200))
+def test_letters_and_digits_pass_through_unchanged(text: str) -> None:
+    assert latex_to_text(text) == " ".join(text.split())
+
+
+def test_deep_nesting_falls_back_instead_of_raising() -> None:
+    # Nesting deeper than Python's recursion limit: pylatexenc fails, the fallback keeps the words and money.
+    text = "{" * 5000 + "x" + "}" * 5000 + " in $O(n)$, costs $3"
+    out = latex_to_text(text)
+    assert out.endswith("x" + "}" * 5000 + " in O(n), costs $3")
