@@ -6,7 +6,7 @@ exactly the same code.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import timedelta
@@ -16,7 +16,9 @@ import httpx
 from bot.backfill import Backfill, Progress
 from bot.clock import Clock, SystemClock
 from bot.config import Settings
-from bot.ingest import Ingestor, StoredHook
+from bot.delivery import enqueue_for_new_papers
+from bot.ingest import Ingestor
+from bot.models import Paper, UpsertResult
 from bot.sources.arxiv_api import ArxivClient
 from bot.sources.polite_http import PoliteHttp, build_http_client
 from bot.store import Store
@@ -33,7 +35,11 @@ class AppContext:
     arxiv_http: PoliteHttp
     arxiv: ArxivClient
     topics: TopicService
-    on_stored: StoredHook | None = None
+
+    async def on_ingested(self, result: UpsertResult, papers: Sequence[Paper]) -> None:
+        """Inside each polled page's transaction: match topics, then queue posts for followed matches."""
+        await self.topics.on_stored(result, papers)
+        await enqueue_for_new_papers(self.store, self.clock, result, self.topics.last_matches)
 
     def ingestor(self) -> Ingestor:
         return Ingestor(
@@ -43,7 +49,7 @@ class AppContext:
             categories=self.settings.arxiv_categories,
             page_size=self.settings.arxiv_page_size,
             overlap=timedelta(hours=self.settings.poll_overlap_hours),
-            on_stored=self.on_stored,
+            on_stored=self.on_ingested,
         )
 
     def backfill(
@@ -56,7 +62,7 @@ class AppContext:
             self.arxiv,
             self.clock,
             categories=categories or self.settings.arxiv_categories,
-            on_stored=self.on_stored,
+            on_stored=self.topics.on_stored,  # history is matched, never posted
             progress=progress,
         )
 
@@ -78,7 +84,6 @@ async def open_context(settings: Settings, clock: Clock | None = None) -> AsyncI
             polite,
             ArxivClient(polite, settings.arxiv_api_url),
             topics,
-            on_stored=topics.on_stored,
         )
     finally:
         await http.aclose()

@@ -9,11 +9,22 @@ import aiosqlite
 
 from bot.clock import Clock, SystemClock
 from bot.store.database import Database
+from bot.store.deliveries import DeliveryRepo, PendingDelivery, Wanted
+from bot.store.follows import Follow, FollowRepo, Mode
 from bot.store.papers import PaperRepo
 from bot.store.sources import BackfillRepo, BackfillWindow, SourceRepo, SourceState
 from bot.store.topics import TopicRepo, TopicRow
 
-__all__ = ["BackfillWindow", "SourceState", "Store", "TopicRow"]
+__all__ = [
+    "BackfillWindow",
+    "Follow",
+    "Mode",
+    "PendingDelivery",
+    "SourceState",
+    "Store",
+    "TopicRow",
+    "Wanted",
+]
 
 
 class Store:
@@ -24,6 +35,8 @@ class Store:
         self.sources = SourceRepo(self.db)
         self.backfill = BackfillRepo(self.db)
         self.topics = TopicRepo(self.db)
+        self.follows = FollowRepo(self.db)
+        self.deliveries = DeliveryRepo(self.db)
 
     @classmethod
     async def open(cls, path: Path | str, clock: Clock | None = None) -> Store:

@@ -1,0 +1,236 @@
+"""The delivery worker: claim due rows of the outbox, post them, record the outcome.
+
+Every row is marked 'sending' before its post and 'sent' after, and every post carries a nonce derived from
+(channel, paper): Discord answers a repeated nonce with the message it already made, so a retry cannot
+double-post. A row still 'sending' after a crash is checked against the channel's recent messages before it is
+sent again. Rate limits and server errors are retried later with backoff; a channel Discord refuses (deleted,
+access removed) marks its follows broken instead of being retried forever.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from functools import partial
+from typing import Protocol
+
+from bot.clock import Clock
+from bot.models import Paper, UpsertResult
+from bot.store import PendingDelivery, Store, Wanted
+
+log = logging.getLogger(__name__)
+
+
+class RetryLater(Exception):
+    """Discord is busy (429) or failing (5xx); the post may succeed later."""
+
+    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.retry_after = retry_after
+
+
+class ChannelGone(Exception):
+    """Discord refuses the channel for good: deleted (404) or access removed (403, Missing Access)."""
+
+
+class PostRejected(Exception):
+    """Discord rejected this one post (400): retrying it unchanged cannot help."""
+
+
+class Poster(Protocol):
+    async def post_card(
+        self, channel_id: int, paper: Paper, topics: Sequence[str], nonce: str
+    ) -> int | None: ...
+
+    async def post_digest(
+        self, channel_id: int, items: Sequence[tuple[Paper, Sequence[str]]], nonce: str
+    ) -> int | None: ...
+
+    async def post_text(self, channel_id: int, text: str, nonce: str) -> int | None: ...
+
+    async def already_posted(self, channel_id: int, papers: Sequence[Paper]) -> set[str]:
+        """arXiv ids among `papers` that the channel already shows from us (crash recovery)."""
+        ...
+
+
+def nonce_for(channel_id: int, key: str) -> str:
+    """A stable nonce (<= 25 characters, as Discord requires) for one post of `key` in one channel."""
+    return hashlib.blake2b(f"{channel_id}:{key}".encode(), digest_size=12).hexdigest()
+
+
+@dataclass
+class DeliveryReport:
+    sent: int = 0
+    summarised: int = 0
+    retried: int = 0
+    failed: int = 0
+    broken_channels: list[int] = field(default_factory=list)
+
+
+async def enqueue_for_new_papers(
+    store: Store, clock: Clock, result: UpsertResult, matches: dict[str, set[int]]
+) -> int:
+    """Write outbox rows for papers new to the store that match followed topics (inside the ingest
+    transaction). New versions of known papers are never posted again."""
+    new = set(result.new)
+    by_topic: dict[int, list[str]] = {}
+    for arxiv_id, topic_ids in matches.items():
+        if arxiv_id in new:
+            for topic_id in topic_ids:
+                by_topic.setdefault(topic_id, []).append(arxiv_id)
+    follows = await store.follows.for_topics(sorted(by_topic))
+    wanted = [
+        Wanted(f.guild_id, f.channel_id, arxiv_id, f.mode, f.topic_id)
+        for f in follows
+        for arxiv_id in by_topic[f.topic_id]
+    ]
+    await store.deliveries.enqueue(wanted, clock.now())
+    return len(wanted)
+
+
+class DeliveryWorker:
+    def __init__(
+        self,
+        store: Store,
+        poster: Poster,
+        clock: Clock,
+        *,
+        per_channel: int = 10,
+        max_attempts: int = 8,
+        backoff: float = 30.0,
+        digest_cards: int = 10,
+    ) -> None:
+        self.store = store
+        self.poster = poster
+        self.clock = clock
+        self.per_channel = per_channel
+        self.max_attempts = max_attempts
+        self.backoff = backoff
+        self.digest_cards = digest_cards
+        self.stopping = False  # set on shutdown: the post in flight finishes, the rest stays queued
+
+    async def recover_in_flight(self) -> int:
+        """After a crash: rows left 'sending' are marked sent if the channel shows them, else queued again
+        (their nonce still protects against a post Discord made but we never heard of)."""
+        stuck = await self.store.deliveries.in_flight()
+        by_channel: dict[int, list[PendingDelivery]] = {}
+        for item in stuck:
+            by_channel.setdefault(item.channel_id, []).append(item)
+        recovered = 0
+        for channel_id, items in by_channel.items():
+            try:
+                shown = await self.poster.already_posted(channel_id, [d.paper for d in items])
+            except (RetryLater, ChannelGone) as exc:
+                log.warning("could not check channel %d after a restart: %s", channel_id, exc)
+                shown = set()
+            done = [d.id for d in items if d.paper.arxiv_id in shown]
+            await self.store.deliveries.mark_sent(done, None, self.clock.now())
+            await self.store.deliveries.mark_retry(
+                [d.id for d in items if d.id not in done], self.clock.now(), "restart"
+            )
+            recovered += len(items)
+        return recovered
+
+    async def deliver_once(self) -> DeliveryReport:
+        report = DeliveryReport()
+        for channel_id in await self.store.deliveries.channels_due("each", self.clock.now()):
+            if self.stopping:
+                break
+            await self._deliver_channel(channel_id, report)
+        return report
+
+    async def _deliver_channel(self, channel_id: int, report: DeliveryReport) -> None:
+        due = await self.store.deliveries.for_channel(channel_id, mode="each", now=self.clock.now())
+        now_posting, rest = due[: self.per_channel], due[self.per_channel :]
+        for item in now_posting:
+            if self.stopping:
+                return
+            nonce = nonce_for(channel_id, item.paper.arxiv_id)
+            post = partial(self.poster.post_card, channel_id, item.paper, item.topics, nonce)
+            ok = await self._attempt([item], report, post)
+            if not ok:
+                return  # rate-limited, failing or gone: the rest of this channel waits for a later cycle
+        if rest and not self.stopping:
+            text = more_papers_text(rest)
+            nonce = nonce_for(channel_id, f"more:{rest[0].id}:{rest[-1].id}")
+            await self._attempt(
+                rest, report, partial(self.poster.post_text, channel_id, text, nonce), status="summarised"
+            )
+
+    async def deliver_digests(self, hour: int) -> DeliveryReport:
+        """Post the collected papers of digest follows whose hour (UTC) it is, up to `digest_cards` a message."""
+        report = DeliveryReport()
+        for channel_id in await self.store.follows.digest_channels_due(hour):
+            items = await self.store.deliveries.for_channel(channel_id, mode="digest", now=self.clock.now())
+            for start in range(0, len(items), self.digest_cards):
+                if self.stopping:
+                    return report
+                chunk = items[start : start + self.digest_cards]
+                nonce = nonce_for(channel_id, f"digest:{chunk[0].id}:{chunk[-1].id}")
+                pairs = [(d.paper, d.topics) for d in chunk]
+                if not await self._attempt(
+                    chunk, report, partial(self.poster.post_digest, channel_id, pairs, nonce)
+                ):
+                    break
+        return report
+
+    async def _attempt(
+        self,
+        items: Sequence[PendingDelivery],
+        report: DeliveryReport,
+        post: Callable[[], Awaitable[int | None]],
+        status: str = "sent",
+    ) -> bool:
+        ids = [d.id for d in items]
+        channel_id = items[0].channel_id
+        await self.store.deliveries.mark_sending(ids)
+        now = self.clock.now()
+        try:
+            message_id = await post()
+        except RetryLater as exc:
+            attempts = max(d.attempts for d in items) + 1
+            if attempts >= self.max_attempts:
+                await self.store.deliveries.mark(ids, "failed", f"gave up after {attempts} tries: {exc}")
+                report.failed += len(ids)
+            else:
+                wait = exc.retry_after if exc.retry_after is not None else self.backoff * 2 ** (attempts - 1)
+                until = now + timedelta(seconds=wait)
+                await self.store.deliveries.mark_retry(ids, until, str(exc))
+                await self.store.deliveries.postpone_channel(channel_id, until)
+                report.retried += len(ids)
+            log.warning("channel %d: %s; retrying later", channel_id, exc)
+            return False
+        except ChannelGone as exc:
+            reason = str(exc)
+            await self.store.follows.mark_broken(channel_id, reason, now)
+            report.failed += await self.store.deliveries.fail_channel(channel_id, reason)
+            report.broken_channels.append(channel_id)
+            log.warning("channel %d refused for good (%s): its follows are marked broken", channel_id, reason)
+            return False
+        except PostRejected as exc:
+            await self.store.deliveries.mark(ids, "failed", str(exc))
+            report.failed += len(ids)
+            log.error("channel %d rejected a post: %s", channel_id, exc)
+            return True  # this post is bad, not the channel: go on with the next
+        if status == "sent":
+            await self.store.deliveries.mark_sent(ids, message_id, now)
+            report.sent += len(ids)
+        else:
+            await self.store.deliveries.mark(ids, status)
+            report.summarised += len(ids)
+        await self.store.follows.touch(channel_id, now)
+        return True
+
+
+def more_papers_text(rest: Sequence[PendingDelivery]) -> str:
+    """ "+23 more RL Post-Training papers - /latest RL Post-Training", one line per topic."""
+    per_topic = Counter(d.topics[0] if d.topics else "matching" for d in rest)
+    lines = []
+    for topic, count in sorted(per_topic.items(), key=lambda kv: (-kv[1], kv[0])):
+        noun = "paper" if count == 1 else "papers"
+        lines.append(f"+{count} more {topic} {noun} - /latest {topic}")
+    return "\n".join(lines)[:2000]

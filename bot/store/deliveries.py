@@ -1,0 +1,166 @@
+"""The delivery outbox: rows written with the papers that cause them, claimed, sent, and marked."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import aiosqlite
+
+from bot.models import Paper
+from bot.store.database import Database
+from bot.store.follows import Mode
+from bot.store.papers import paper_from_row, to_ts
+
+
+@dataclass(frozen=True, slots=True)
+class Wanted:
+    """One follow's wish to see one paper in one channel."""
+
+    guild_id: int
+    channel_id: int
+    arxiv_id: str
+    mode: Mode
+    topic_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class PendingDelivery:
+    id: int
+    guild_id: int
+    channel_id: int
+    mode: Mode
+    status: str
+    attempts: int
+    paper: Paper
+    topics: tuple[str, ...]  # names of the followed topics it matched, in name order
+
+
+class DeliveryRepo:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def enqueue(self, wanted: Sequence[Wanted], at: datetime) -> None:
+        """One row per (channel, paper); a second topic adds its name to the same row. A paper already sent to
+        a channel is never queued there again. An 'each' follow upgrades a pending digest row to 'each'."""
+        if not wanted:
+            return
+        now = to_ts(at)
+        async with self.db.transaction() as conn:
+            await conn.executemany(
+                "INSERT INTO deliveries (guild_id, channel_id, paper_pk, mode, next_attempt_at, created_at)"
+                " SELECT ?, ?, pk, ?, ?, ? FROM papers WHERE arxiv_id = ? ON CONFLICT (channel_id, paper_pk)"
+                " DO UPDATE SET mode = 'each' WHERE excluded.mode = 'each' AND deliveries.status = 'pending'",
+                [(w.guild_id, w.channel_id, w.mode, now, now, w.arxiv_id) for w in wanted],
+            )
+            await conn.executemany(
+                "INSERT OR IGNORE INTO delivery_topics (delivery_id, topic_id)"
+                " SELECT d.id, ? FROM deliveries d JOIN papers p ON p.pk = d.paper_pk"
+                " WHERE d.channel_id = ? AND p.arxiv_id = ? AND d.status = 'pending'",
+                [(w.topic_id, w.channel_id, w.arxiv_id) for w in wanted],
+            )
+
+    async def channels_due(self, mode: Mode, now: datetime) -> list[int]:
+        rows = await self.db.fetchall(
+            "SELECT DISTINCT channel_id FROM deliveries WHERE status = 'pending' AND mode = ? AND next_attempt_at <= ?",
+            (mode, to_ts(now)),
+        )
+        return [r[0] for r in rows]
+
+    async def for_channel(
+        self, channel_id: int, *, mode: Mode, now: datetime | None, statuses: Sequence[str] = ("pending",)
+    ) -> list[PendingDelivery]:
+        """Deliveries of a channel due by `now` (any, when None) in announcement order: when stored, then
+        submission time."""
+        rows = await self.db.fetchall(
+            "SELECT d.id AS delivery_id, d.guild_id AS d_guild, d.channel_id AS d_channel, d.mode AS d_mode,"
+            " d.status AS d_status, d.attempts AS d_attempts, p.*,"
+            " (SELECT group_concat(name, char(31)) FROM (SELECT t.name FROM delivery_topics dt"
+            "   JOIN topics t ON t.id = dt.topic_id WHERE dt.delivery_id = d.id ORDER BY t.name)) AS topic_names"
+            " FROM deliveries d JOIN papers p ON p.pk = d.paper_pk"
+            f" WHERE d.channel_id = ? AND d.mode = ? AND d.status IN ({','.join('?' * len(statuses))})"
+            " AND d.next_attempt_at <= ? ORDER BY d.created_at, p.published, d.id",
+            (channel_id, mode, *statuses, to_ts(now) if now is not None else 2**62),
+        )
+        return [_pending(r) for r in rows]
+
+    async def in_flight(self) -> list[PendingDelivery]:
+        """Deliveries claimed for sending when the process stopped: sent or not, nobody knows yet."""
+        rows = await self.db.fetchall(
+            "SELECT DISTINCT channel_id, mode FROM deliveries WHERE status = 'sending'"
+        )
+        found: list[PendingDelivery] = []
+        for row in rows:
+            found += await self.for_channel(row[0], mode=row[1], now=None, statuses=("sending",))
+        return found
+
+    async def mark_sending(self, ids: Sequence[int]) -> None:
+        await self.db.executemany(
+            "UPDATE deliveries SET status = 'sending', attempts = attempts + 1 WHERE id = ?",
+            [(i,) for i in ids],
+        )
+
+    async def mark_sent(self, ids: Sequence[int], message_id: int | None, at: datetime) -> None:
+        await self.db.executemany(
+            "UPDATE deliveries SET status = 'sent', sent_at = ?, message_id = ?, error = NULL WHERE id = ?",
+            [(to_ts(at), message_id, i) for i in ids],
+        )
+
+    async def mark_retry(self, ids: Sequence[int], next_attempt: datetime, error: str) -> None:
+        await self.db.executemany(
+            "UPDATE deliveries SET status = 'pending', next_attempt_at = ?, error = ? WHERE id = ?",
+            [(to_ts(next_attempt), error[:300], i) for i in ids],
+        )
+
+    async def postpone_channel(self, channel_id: int, until: datetime) -> None:
+        """Hold every pending row of a channel until `until`, so posts keep their order after a rate limit."""
+        await self.db.execute(
+            "UPDATE deliveries SET next_attempt_at = MAX(next_attempt_at, ?) WHERE channel_id = ? AND status = 'pending'",
+            (to_ts(until), channel_id),
+        )
+
+    async def mark(self, ids: Sequence[int], status: str, error: str | None = None) -> None:
+        """'summarised' (named in a "+N more" message) or 'failed' (given up, with the reason)."""
+        await self.db.executemany(
+            "UPDATE deliveries SET status = ?, error = ? WHERE id = ?", [(status, error, i) for i in ids]
+        )
+
+    async def fail_channel(self, channel_id: int, error: str) -> int:
+        """Give up every unsent delivery of a channel Discord refuses (deleted, or access removed)."""
+        async with self.db.transaction() as conn:
+            before = conn.total_changes
+            await conn.execute(
+                "UPDATE deliveries SET status = 'failed', error = ? WHERE channel_id = ?"
+                " AND status IN ('pending', 'sending')",
+                (error[:300], channel_id),
+            )
+            return conn.total_changes - before
+
+    async def counts(self, guild_id: int) -> dict[str, int]:
+        rows = await self.db.fetchall(
+            "SELECT status, COUNT(*) FROM deliveries WHERE guild_id = ? GROUP BY status", (guild_id,)
+        )
+        return {r[0]: r[1] for r in rows}
+
+    async def sent_ids(self, channel_id: int) -> list[str]:
+        rows = await self.db.fetchall(
+            "SELECT p.arxiv_id FROM deliveries d JOIN papers p ON p.pk = d.paper_pk"
+            " WHERE d.channel_id = ? AND d.status = 'sent' ORDER BY d.sent_at",
+            (channel_id,),
+        )
+        return [r[0] for r in rows]
+
+
+def _pending(row: aiosqlite.Row) -> PendingDelivery:
+    names = row["topic_names"]
+    return PendingDelivery(
+        id=row["delivery_id"],
+        guild_id=row["d_guild"],
+        channel_id=row["d_channel"],
+        mode=row["d_mode"],
+        status=row["d_status"],
+        attempts=row["d_attempts"],
+        paper=paper_from_row(row),
+        topics=tuple(names.split("\x1f")) if names else (),
+    )

@@ -1,0 +1,145 @@
+"""Follows: which channel of which server follows which topic, how, and whether Discord still lets us post."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from bot.store.database import Database
+from bot.store.papers import from_ts, to_ts
+
+Mode = Literal["each", "digest"]
+
+
+@dataclass(frozen=True, slots=True)
+class Follow:
+    id: int
+    guild_id: int
+    channel_id: int
+    topic_id: int
+    topic_name: str
+    mode: Mode
+    digest_hour: int
+    created_at: datetime
+    last_post_at: datetime | None
+    broken_reason: str | None
+
+    @property
+    def broken(self) -> bool:
+        return self.broken_reason is not None
+
+
+_SELECT = "SELECT f.*, t.name AS topic_name FROM follows f JOIN topics t ON t.id = f.topic_id"
+
+
+def _follow(row: object) -> Follow:
+    r = row  # aiosqlite.Row
+    return Follow(
+        id=r["id"],  # type: ignore[index]
+        guild_id=r["guild_id"],  # type: ignore[index]
+        channel_id=r["channel_id"],  # type: ignore[index]
+        topic_id=r["topic_id"],  # type: ignore[index]
+        topic_name=r["topic_name"],  # type: ignore[index]
+        mode=r["mode"],  # type: ignore[index]
+        digest_hour=r["digest_hour"],  # type: ignore[index]
+        created_at=from_ts(r["created_at"]),  # type: ignore[index]
+        last_post_at=from_ts(r["last_post_at"]) if r["last_post_at"] is not None else None,  # type: ignore[index]
+        broken_reason=r["broken_reason"],  # type: ignore[index]
+    )
+
+
+class FollowRepo:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def upsert(
+        self,
+        *,
+        guild_id: int,
+        channel_id: int,
+        topic_id: int,
+        mode: Mode,
+        digest_hour: int,
+        created_by: int | None,
+        at: datetime,
+    ) -> tuple[Follow, bool]:
+        """Follow, or change how an existing follow posts (which also clears a broken mark). Returns the
+        follow and whether it is new."""
+        async with self.db.transaction() as conn:
+            existing = await self.db.fetchone(
+                "SELECT id FROM follows WHERE channel_id = ? AND topic_id = ?", (channel_id, topic_id)
+            )
+            await conn.execute(
+                "INSERT INTO follows (guild_id, channel_id, topic_id, mode, digest_hour, created_by, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (channel_id, topic_id) DO UPDATE SET"
+                " mode = excluded.mode, digest_hour = excluded.digest_hour, broken_at = NULL, broken_reason = NULL",
+                (guild_id, channel_id, topic_id, mode, digest_hour, created_by, to_ts(at)),
+            )
+            row = await self.db.fetchone(
+                f"{_SELECT} WHERE f.channel_id = ? AND f.topic_id = ?", (channel_id, topic_id)
+            )
+        return _follow(row), existing is None
+
+    async def for_guild(self, guild_id: int) -> list[Follow]:
+        rows = await self.db.fetchall(
+            f"{_SELECT} WHERE f.guild_id = ? ORDER BY t.name COLLATE NOCASE, f.channel_id", (guild_id,)
+        )
+        return [_follow(r) for r in rows]
+
+    async def for_topics(self, topic_ids: list[int]) -> list[Follow]:
+        """Working follows of any of these topics (broken ones receive nothing until fixed)."""
+        if not topic_ids:
+            return []
+        rows = await self.db.fetchall(
+            f"{_SELECT} WHERE f.topic_id IN ({','.join('?' * len(topic_ids))}) AND f.broken_reason IS NULL",
+            topic_ids,
+        )
+        return [_follow(r) for r in rows]
+
+    async def remove(self, guild_id: int, topic_id: int, channel_id: int | None = None) -> int:
+        """Unfollow within one server; returns how many follows ended. Pending posts for them are dropped
+        unless another follow in the same channel still wants the paper."""
+        async with self.db.transaction() as conn:
+            params: tuple[int, ...] = (guild_id, topic_id)
+            where = "guild_id = ? AND topic_id = ?"
+            if channel_id is not None:
+                where += " AND channel_id = ?"
+                params += (channel_id,)
+            before = conn.total_changes
+            channels = [
+                r[0] for r in await self.db.fetchall(f"SELECT channel_id FROM follows WHERE {where}", params)
+            ]
+            await conn.execute(f"DELETE FROM follows WHERE {where}", params)
+            removed = conn.total_changes - before
+            for channel in channels:
+                await conn.execute(
+                    "DELETE FROM delivery_topics WHERE topic_id = ? AND delivery_id IN"
+                    " (SELECT id FROM deliveries WHERE channel_id = ? AND status = 'pending')",
+                    (topic_id, channel),
+                )
+                await conn.execute(
+                    "DELETE FROM deliveries WHERE channel_id = ? AND status = 'pending'"
+                    " AND id NOT IN (SELECT delivery_id FROM delivery_topics)",
+                    (channel,),
+                )
+        return removed
+
+    async def mark_broken(self, channel_id: int, reason: str, at: datetime) -> None:
+        await self.db.execute(
+            "UPDATE follows SET broken_at = ?, broken_reason = ? WHERE channel_id = ?",
+            (to_ts(at), reason[:300], channel_id),
+        )
+
+    async def touch(self, channel_id: int, at: datetime) -> None:
+        await self.db.execute(
+            "UPDATE follows SET last_post_at = ? WHERE channel_id = ?", (to_ts(at), channel_id)
+        )
+
+    async def digest_channels_due(self, hour: int) -> list[int]:
+        rows = await self.db.fetchall(
+            "SELECT DISTINCT channel_id FROM follows WHERE mode = 'digest' AND digest_hour = ?"
+            " AND broken_reason IS NULL",
+            (hour,),
+        )
+        return [r[0] for r in rows]
