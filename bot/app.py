@@ -1,4 +1,4 @@
-"""The Discord bot: owns the resources, loads the cogs, and runs the scheduled work in the background."""
+"""The Discord bot: owns the resources, loads the cogs, runs the scheduled work in the background."""
 
 from __future__ import annotations
 
@@ -6,50 +6,90 @@ import logging
 from contextlib import AsyncExitStack
 
 import discord
+import yarl
 from discord.ext import commands
 
+from bot.clock import Clock
 from bot.config import Settings
 from bot.context import AppContext, open_context
+from bot.delivery import DeliveryWorker
+from bot.discord_poster import DiscordPoster
+from bot.interaction_errors import on_app_command_error
 from bot.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
 
-COGS: tuple[str, ...] = ()  # extension modules under cogs/, loaded in setup_hook
+COGS = ("cogs.follow", "cogs.momentum", "cogs.history", "cogs.admin")
+
+
+def point_discord_at(settings: Settings) -> None:
+    """discord.py reads its REST base and gateway from two process-wide settings; a proxy (or a test) moves them."""
+    if settings.discord_api_base:
+        discord.http.Route.BASE = settings.discord_api_base.rstrip("/")
+    if settings.discord_gateway_url:
+        discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(settings.discord_gateway_url)
 
 
 class PaperBot(commands.Bot):
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, clock: Clock | None = None, schedule: bool = True) -> None:
         super().__init__(
             command_prefix=commands.when_mentioned,  # slash commands only; no message content intent
             intents=discord.Intents.default(),
-            allowed_mentions=discord.AllowedMentions.none(),  # a paper title saying @everyone pings no one
+            allowed_mentions=discord.AllowedMentions.none(),  # a title saying @everyone pings no one
             chunk_guilds_at_startup=False,
         )
         self.settings = settings
+        self.clock = clock
+        self.schedule = schedule
         self._resources = AsyncExitStack()
-        self.ctx: AppContext | None = None
+        self._ctx: AppContext | None = None
+        self._worker: DeliveryWorker | None = None
         self.scheduler: Scheduler | None = None
 
+    @property
+    def ctx(self) -> AppContext:
+        if self._ctx is None:
+            raise RuntimeError("the bot is not set up yet")
+        return self._ctx
+
+    @property
+    def worker(self) -> DeliveryWorker:
+        if self._worker is None:
+            raise RuntimeError("the bot is not set up yet")
+        return self._worker
+
     async def setup_hook(self) -> None:
-        self.ctx = await self._resources.enter_async_context(open_context(self.settings))
+        self._ctx = await self._resources.enter_async_context(open_context(self.settings, self.clock))
+        poster = DiscordPoster(self, abstract_chars=self.settings.abstract_chars)
+        self._worker = DeliveryWorker(
+            self.ctx.store, poster, self.ctx.clock, per_channel=self.settings.posts_per_channel_per_cycle
+        )
+        self.tree.on_error = on_app_command_error
         for name in COGS:
             await self.load_extension(name)
-        self.scheduler = Scheduler(self.ctx)
-        self.scheduler.start()
+        if self.schedule:
+            self.scheduler = Scheduler(self.ctx, self.worker)
+            self.scheduler.start()
         if self.settings.dev_guild_id:
             guild = discord.Object(self.settings.dev_guild_id)
             self.tree.copy_global_to(guild=guild)
             await self.tree.sync(guild=guild)
         await self.tree.sync()
 
+    async def on_ready(self) -> None:
+        log.info("logged in as %s in %d servers", self.user, len(self.guilds))
+
     async def close(self) -> None:
         if self.scheduler is not None:
             await self.scheduler.stop()
+        elif self._worker is not None:
+            self._worker.stopping = True
         await super().close()
         await self._resources.aclose()
 
 
 def run_bot(settings: Settings, token: str) -> int:
+    point_discord_at(settings)
     bot = PaperBot(settings)
-    bot.run(token, log_handler=None)  # logging is configured by the CLI; the token is never logged
+    bot.run(token, log_handler=None)  # logging is set up by the CLI; the token is never logged
     return 0

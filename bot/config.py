@@ -23,6 +23,8 @@ class Settings(BaseSettings):
 
     discord_token: SecretStr | None = None
     dev_guild_id: int | None = None
+    discord_api_base: str | None = None  # e.g. a REST rate-limit proxy; default: Discord itself
+    discord_gateway_url: str | None = None  # e.g. a gateway proxy; default: Discord itself
     database_path: Path = Path("./data/paperwatch.sqlite3")
     arxiv_categories: Annotated[tuple[str, ...], NoDecode] = DEFAULT_CATEGORIES
     poll_interval_minutes: int = Field(30, ge=1, le=24 * 60)
@@ -33,6 +35,9 @@ class Settings(BaseSettings):
     arxiv_min_interval_seconds: float = Field(3.0, ge=0.0)
     arxiv_page_size: int = Field(1000, ge=1, le=2000)
     arxiv_contact: str = "paperwatch-bot@users.noreply.github.com"
+    deliver_interval_seconds: int = Field(60, ge=5, le=3600)
+    posts_per_channel_per_cycle: int = Field(10, ge=1, le=50)
+    abstract_chars: int = Field(700, ge=100, le=3000)
     log_level: str = "INFO"
 
     @field_validator("arxiv_categories", mode="before")

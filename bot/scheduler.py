@@ -1,4 +1,5 @@
-"""Background work on APScheduler's AsyncIOScheduler: poll arXiv every POLL_INTERVAL_MINUTES, with jitter."""
+"""Background work on APScheduler's AsyncIOScheduler: poll arXiv every POLL_INTERVAL_MINUTES (with jitter),
+deliver after each poll and on a short interval, post digests at the top of every hour."""
 
 from __future__ import annotations
 
@@ -6,41 +7,65 @@ import asyncio
 import logging
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
 from bot.context import AppContext
+from bot.delivery import DeliveryWorker
 
 log = logging.getLogger(__name__)
 
 
 class Scheduler:
-    def __init__(self, ctx: AppContext) -> None:
+    def __init__(self, ctx: AppContext, worker: DeliveryWorker) -> None:
         self.ctx = ctx
+        self.worker = worker
         self._scheduler = AsyncIOScheduler(timezone="UTC")
-        self._poll_lock = asyncio.Lock()
+        self._work = asyncio.Lock()  # one job at a time: a poll, a delivery round or a digest
+        self._recovered = False
 
     def start(self) -> None:
-        minutes = self.ctx.settings.poll_interval_minutes
+        settings = self.ctx.settings
+        minutes = settings.poll_interval_minutes
+        common = {"max_instances": 1, "coalesce": True, "misfire_grace_time": 300}
         self._scheduler.add_job(
             self.poll,
             IntervalTrigger(minutes=minutes, jitter=min(300, minutes * 6)),
             id="poll",
-            next_run_time=self.ctx.clock.now(),  # poll at start, then on the interval
-            max_instances=1,
-            coalesce=True,
+            next_run_time=self.ctx.clock.now(),
+            **common,
         )
+        self._scheduler.add_job(
+            self.deliver, IntervalTrigger(seconds=settings.deliver_interval_seconds), id="deliver", **common
+        )
+        self._scheduler.add_job(self.digests, CronTrigger(minute=0), id="digests", **common)
         self._scheduler.start()
 
     async def poll(self) -> None:
-        if self._poll_lock.locked():
-            return
-        async with self._poll_lock:
+        async with self._work:
             report = await self.ctx.ingestor().poll_once()
             log.info("%s", report.summary())
+        await self.deliver()
+
+    async def deliver(self) -> None:
+        async with self._work:
+            if not self._recovered:
+                recovered = await self.worker.recover_in_flight()
+                self._recovered = True
+                if recovered:
+                    log.info("checked %d posts that were in flight at the last stop", recovered)
+            report = await self.worker.deliver_once()
+            if report.sent or report.retried or report.failed:
+                log.info("delivery: %s", report)
+
+    async def digests(self) -> None:
+        async with self._work:
+            await self.worker.deliver_digests(self.ctx.clock.now().hour)
 
     async def stop(self) -> None:
-        """Stop scheduling; a cycle in flight finishes its current page (each page commits on its own)."""
+        """Stop scheduling; the post in flight finishes, everything else stays queued for the next start."""
+        self.worker.stopping = True
         if self._scheduler.running:
             self._scheduler.shutdown(wait=False)
-        async with self._poll_lock:
+        async with self._work:
             pass

@@ -12,6 +12,7 @@ from bot.store.database import Database
 from bot.store.deliveries import DeliveryRepo, PendingDelivery, Wanted
 from bot.store.follows import Follow, FollowRepo, Mode
 from bot.store.papers import PaperRepo
+from bot.store.search import SearchHit, SearchRepo
 from bot.store.sources import BackfillRepo, BackfillWindow, SourceRepo, SourceState
 from bot.store.topics import TopicRepo, TopicRow
 
@@ -20,6 +21,7 @@ __all__ = [
     "Follow",
     "Mode",
     "PendingDelivery",
+    "SearchHit",
     "SourceState",
     "Store",
     "TopicRow",
@@ -37,6 +39,7 @@ class Store:
         self.topics = TopicRepo(self.db)
         self.follows = FollowRepo(self.db)
         self.deliveries = DeliveryRepo(self.db)
+        self.search = SearchRepo(self.db)
 
     @classmethod
     async def open(cls, path: Path | str, clock: Clock | None = None) -> Store:

@@ -1,0 +1,114 @@
+"""Posts through the real discord.py client, and maps Discord's answers to delivery outcomes."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import discord
+
+from bot.delivery import ChannelGone, PostRejected, RetryLater
+from bot.models import Paper
+from bot.render import embed_size, paper_embed, paper_view, thread_name
+
+log = logging.getLogger(__name__)
+MAX_EMBED_TOTAL = 6000
+DIGEST_ABSTRACT_CHARS = 280
+
+
+class DiscordPoster:
+    def __init__(self, client: discord.Client, *, abstract_chars: int = 700) -> None:
+        self.client = client
+        self.abstract_chars = abstract_chars
+
+    async def _channel(self, channel_id: int) -> discord.abc.GuildChannel:
+        channel = self.client.get_channel(channel_id)
+        if channel is None:
+            try:
+                channel = await self.client.fetch_channel(channel_id)
+            except discord.HTTPException as exc:
+                raise _outcome(exc) from exc
+        if not isinstance(channel, discord.TextChannel | discord.ForumChannel | discord.Thread):
+            raise ChannelGone(f"channel {channel_id} is not a text or forum channel")
+        return channel
+
+    async def post_card(self, channel_id: int, paper: Paper, topics: Sequence[str], nonce: str) -> int | None:
+        channel = await self._channel(channel_id)
+        embed = paper_embed(paper, topics=topics, abstract_chars=self.abstract_chars)
+        try:
+            if isinstance(channel, discord.ForumChannel):
+                created = await channel.create_thread(
+                    name=thread_name(paper), embed=embed, view=paper_view(paper)
+                )
+                return created.message.id
+            message = await channel.send(embed=embed, view=paper_view(paper), nonce=nonce)  # type: ignore[union-attr]
+            return message.id
+        except discord.HTTPException as exc:
+            raise _outcome(exc) from exc
+
+    async def post_digest(
+        self, channel_id: int, items: Sequence[tuple[Paper, Sequence[str]]], nonce: str
+    ) -> int | None:
+        """Up to ten compact cards in one message (all embeds of a message stay within 6,000 characters)."""
+        channel = await self._channel(channel_id)
+        embeds: list[discord.Embed] = []
+        for paper, topics in items:
+            embed = paper_embed(paper, topics=topics, abstract_chars=DIGEST_ABSTRACT_CHARS)
+            if sum(map(embed_size, embeds)) + embed_size(embed) > MAX_EMBED_TOTAL:
+                embed = paper_embed(paper, topics=topics, abstract_chars=0)
+            embeds.append(embed)
+        content = f"Today's papers ({len(items)})"
+        try:
+            if isinstance(channel, discord.ForumChannel):
+                created = await channel.create_thread(name=content, content=content, embeds=embeds)
+                return created.message.id
+            message = await channel.send(content=content, embeds=embeds, nonce=nonce)  # type: ignore[union-attr]
+            return message.id
+        except discord.HTTPException as exc:
+            raise _outcome(exc) from exc
+
+    async def post_text(self, channel_id: int, text: str, nonce: str) -> int | None:
+        channel = await self._channel(channel_id)
+        try:
+            if isinstance(channel, discord.ForumChannel):
+                created = await channel.create_thread(name=text.splitlines()[0][:100], content=text)
+                return created.message.id
+            message = await channel.send(content=text, nonce=nonce)  # type: ignore[union-attr]
+            return message.id
+        except discord.HTTPException as exc:
+            raise _outcome(exc) from exc
+
+    async def already_posted(self, channel_id: int, papers: Sequence[Paper]) -> set[str]:
+        """Look through our recent posts in the channel (or the forum's threads) for these papers."""
+        channel = await self._channel(channel_id)
+        wanted = {p.abs_url: p.arxiv_id for p in papers}
+        names = {thread_name(p): p.arxiv_id for p in papers}
+        found: set[str] = set()
+        try:
+            if isinstance(channel, discord.ForumChannel):
+                for thread in channel.threads:
+                    if thread.owner_id == self.client.user.id and thread.name in names:  # type: ignore[union-attr]
+                        found.add(names[thread.name])
+                return found
+            async for message in channel.history(limit=100):  # type: ignore[union-attr]
+                if message.author.id != self.client.user.id:  # type: ignore[union-attr]
+                    continue
+                for embed in message.embeds:
+                    if embed.url in wanted:
+                        found.add(wanted[embed.url])
+        except discord.HTTPException as exc:
+            raise _outcome(exc) from exc
+        return found
+
+
+def _outcome(exc: discord.HTTPException) -> Exception:
+    """Rate limits and server errors: later. Refusals of the channel: broken. Anything else: this post is bad."""
+    status = exc.status
+    if status == 429 or status >= 500:
+        retry_after = getattr(exc, "retry_after", None)
+        return RetryLater(f"Discord answered {status}", retry_after)
+    if isinstance(exc, discord.NotFound):
+        return ChannelGone("the channel was deleted or the bot cannot see it (404)")
+    if isinstance(exc, discord.Forbidden):
+        return ChannelGone(f"the bot may not post there (403: {exc.text or 'Missing Access'})")
+    return PostRejected(f"Discord rejected the post ({status}: {exc.text})")

@@ -1,0 +1,53 @@
+"""Full-text search over the stored papers: FTS5 with bm25 ranking and a highlighted snippet."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from bot.models import Paper
+from bot.store.database import Database
+from bot.store.papers import paper_from_row, to_ts
+
+HIGHLIGHT_START, HIGHLIGHT_END = "\x02", "\x03"  # replaced by the renderer, after escaping markdown
+# bm25 weights per column (title, abstract, authors): a hit in the title says most about a paper.
+_BM25 = "bm25(papers_fts, 4.0, 1.0, 2.0)"
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    paper: Paper
+    snippet: str  # abstract excerpt with matches between HIGHLIGHT_START and HIGHLIGHT_END
+
+
+class SearchRepo:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def ranked(
+        self, fts: str | None, *, topic_id: int | None = None, since: datetime | None = None, limit: int = 200
+    ) -> list[SearchHit]:
+        """Best matches first (newest first when there is no text to rank by). Callers confirm each hit
+        with the query's exact evaluator: FTS5 is a prefilter that may return a little more."""
+        clauses, params = [], []
+        if topic_id is not None:
+            clauses.append("p.pk IN (SELECT paper_pk FROM topic_matches WHERE topic_id = ?)")
+            params.append(topic_id)
+        if since is not None:
+            clauses.append("p.published >= ?")
+            params.append(to_ts(since))
+        where = "".join(f" AND {c}" for c in clauses)
+        if fts is None:
+            rows = await self.db.fetchall(
+                f"SELECT p.*, substr(p.abstract, 1, 240) AS snip FROM papers p WHERE 1{where}"
+                " ORDER BY p.published DESC LIMIT ?",
+                (*params, limit),
+            )
+        else:
+            rows = await self.db.fetchall(
+                f"SELECT p.*, snippet(papers_fts, 1, ?, ?, '…', 24) AS snip FROM papers_fts"
+                f" JOIN papers p ON p.pk = papers_fts.rowid WHERE papers_fts MATCH ?{where}"
+                f" ORDER BY {_BM25} LIMIT ?",
+                (HIGHLIGHT_START, HIGHLIGHT_END, fts, *params, limit),
+            )
+        return [SearchHit(paper_from_row(r), r["snip"]) for r in rows]
