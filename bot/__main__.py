@@ -16,7 +16,7 @@ from bot.config import Settings, load_settings, require_token
 from bot.context import open_context
 from bot.errors import PaperwatchError
 from bot.models import Paper
-from bot.momentum import topic_momentum, week_start
+from bot.momentum import week_start
 from bot.topics.query import parse_query
 
 log = logging.getLogger("bot")
@@ -127,15 +127,7 @@ async def cmd_momentum(settings: Settings, name: str, weeks: int, png: Path | No
         topic = await ctx.store.topics.find(0, name)
         if topic is None:
             raise PaperwatchError(f"no catalog topic named {name!r}; `python -m bot topics` lists them")
-        query = ctx.topics.query(topic.id)
-        result = await topic_momentum(
-            ctx.store,
-            topic,
-            now=ctx.clock.now(),
-            watched=settings.arxiv_categories,
-            weeks=weeks,
-            topic_categories=sorted(query.categories()),
-        )
+        result = await ctx.momentum(topic, weeks)
     print(f"{topic.name}: {result.sentence()}")
     print(
         f"Last {len(result.series)} weeks: {result.sparkline()}  (this week so far: {result.series[-1].count})"
@@ -153,11 +145,10 @@ async def cmd_momentum(settings: Settings, name: str, weeks: int, png: Path | No
 
 async def cmd_topics(settings: Settings) -> int:
     async with open_context(settings) as ctx:
-        now = ctx.clock.now()
         rows = await ctx.store.topics.visible_to(0)
         print(f"{len(rows)} catalog topics (papers submitted in the last four weeks)")
         for row in rows:
-            result = await topic_momentum(ctx.store, row, now=now, watched=settings.arxiv_categories)
+            result = await ctx.momentum(row)
             print(f"{result.current:>6}  {result.sparkline()}  {row.name}  [{row.slug}]")
     return 0
 

@@ -19,9 +19,10 @@ from bot.config import Settings
 from bot.delivery import enqueue_for_new_papers
 from bot.ingest import Ingestor
 from bot.models import Paper, UpsertResult
+from bot.momentum import Momentum, topic_momentum
 from bot.sources.arxiv_api import ArxivClient
 from bot.sources.polite_http import PoliteHttp, build_http_client
-from bot.store import Store
+from bot.store import Store, TopicRow
 from bot.topics.catalog import load_catalog
 from bot.topics.service import TopicService
 
@@ -40,6 +41,17 @@ class AppContext:
         """Inside each polled page's transaction: match topics, then queue posts for followed matches."""
         await self.topics.on_stored(result, papers)
         await enqueue_for_new_papers(self.store, self.clock, result, self.topics.last_matches)
+
+    async def momentum(self, topic: TopicRow, weeks: int = 4) -> Momentum:
+        """A topic's momentum now; its share is of the categories its query names, else of all watched ones."""
+        return await topic_momentum(
+            self.store,
+            topic,
+            now=self.clock.now(),
+            watched=self.settings.arxiv_categories,
+            weeks=weeks,
+            topic_categories=sorted(self.topics.query(topic.id).categories()),
+        )
 
     def ingestor(self) -> Ingestor:
         return Ingestor(
