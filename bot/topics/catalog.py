@@ -1,0 +1,143 @@
+"""The curated topic catalog: named, described arXiv queries that a server can follow by name.
+
+The packaged `catalog.toml` is validated as a whole when loaded, so a typo in one topic fails at start-up
+with a message naming that topic instead of surfacing later as a topic that silently never matches.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from bot.errors import ConfigError
+from bot.topics.query import QuerySyntaxError, TopicQuery, parse_query
+
+_SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+_REQUIRED = ("slug", "name", "description", "query")
+_KNOWN = frozenset((*_REQUIRED, "categories"))
+
+
+class CatalogError(ConfigError):
+    """The topic catalog is invalid. The message names the file, the topic and the problem."""
+
+
+@dataclass(frozen=True)
+class CatalogTopic:
+    slug: str
+    name: str
+    description: str
+    query: TopicQuery
+    categories: tuple[str, ...] = ()  # a hint for backfill; matching never filters on it
+
+
+def load_catalog(path: Path | None = None) -> list[CatalogTopic]:
+    """Load and validate a catalog file (default: the packaged `catalog.toml`), in file order.
+
+    Raises CatalogError on unreadable or invalid TOML, a missing or empty field, a malformed slug,
+    a query that does not parse, or a slug or name that repeats another topic's (case-insensitively).
+    """
+    source, text = _read(path)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise CatalogError(f"{source}: not valid TOML: {exc}") from None
+    entries = data.get("topic")
+    if not isinstance(entries, list) or not entries:
+        raise CatalogError(f"{source}: no [[topic]] tables found")
+    topics = [_parse_topic(entry, index, source) for index, entry in enumerate(entries, start=1)]
+    _check_unique(topics, source)
+    return topics
+
+
+def find_topic(catalog: list[CatalogTopic], name_or_slug: str) -> CatalogTopic | None:
+    """The topic whose name or slug equals `name_or_slug`, ignoring case and repeated spaces."""
+    wanted = _fold(name_or_slug)
+    for topic in catalog:
+        if wanted in (_fold(topic.slug), _fold(topic.name)):
+            return topic
+    return None
+
+
+def _read(path: Path | None) -> tuple[str, str]:
+    if path is None:
+        packaged = resources.files("bot.topics").joinpath("catalog.toml")
+        return "packaged catalog.toml", packaged.read_text(encoding="utf-8")
+    try:
+        return str(path), path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CatalogError(f"{path}: cannot read the topic catalog: {exc}") from None
+
+
+def _parse_topic(entry: object, index: int, source: str) -> CatalogTopic:
+    if not isinstance(entry, dict):
+        raise CatalogError(f"{source}: topic #{index} is not a table")
+    label = _label(entry, index)
+
+    def fail(problem: str) -> CatalogError:
+        return CatalogError(f"{source}: topic {label}: {problem}")
+
+    unknown = sorted(set(entry) - _KNOWN)
+    if unknown:
+        raise fail(f"unknown field(s) {', '.join(unknown)} (expected {', '.join(sorted(_KNOWN))})")
+    fields: dict[str, str] = {}
+    for key in _REQUIRED:
+        value = entry.get(key)
+        if not isinstance(value, str) or not value.strip():
+            raise fail(f"field '{key}' is missing or empty")
+        # Multi-line TOML strings are for readability only: collapse their line breaks and indentation.
+        fields[key] = " ".join(value.split())
+    if not _SLUG.match(fields["slug"]):
+        raise fail(f"slug {fields['slug']!r} is not kebab-case (lowercase letters, digits, single hyphens)")
+    try:
+        query = parse_query(fields["query"])
+    except QuerySyntaxError as exc:
+        # The pointer shows the collapsed one-line query, which is what the positions refer to.
+        raise fail(f"query does not parse: {exc}\n{exc.pointer()}") from None
+    return CatalogTopic(
+        slug=fields["slug"],
+        name=fields["name"],
+        description=fields["description"],
+        query=query,
+        categories=_categories(entry.get("categories", []), fail),
+    )
+
+
+def _categories(value: object, fail: Callable[[str], CatalogError]) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(item, str) and item.strip() for item in value):
+        raise fail("'categories' must be a list of arXiv category names, e.g. [\"cs.LG\"]")
+    return tuple(item.strip() for item in value)
+
+
+def _check_unique(topics: list[CatalogTopic], source: str) -> None:
+    # Names and slugs share one namespace because find_topic accepts either.
+    owners: dict[str, CatalogTopic] = {}
+    for topic in topics:
+        for key in {_fold(topic.slug), _fold(topic.name)}:
+            other = owners.get(key)
+            if other is not None:
+                raise CatalogError(
+                    f"{source}: topic {_describe(topic)} repeats {key!r}, "
+                    f"already used by topic {_describe(other)}: slugs and names must be unique"
+                )
+            owners[key] = topic
+
+
+def _label(entry: dict[str, Any], index: int) -> str:
+    for key in ("slug", "name"):
+        value = entry.get(key)
+        if isinstance(value, str) and value.strip():
+            return f"#{index} ({value.strip()!r})"
+    return f"#{index}"
+
+
+def _describe(topic: CatalogTopic) -> str:
+    return f"{topic.name!r} (slug {topic.slug!r})"
+
+
+def _fold(text: str) -> str:
+    return " ".join(text.split()).casefold()

@@ -1,0 +1,270 @@
+"""The curated catalog: it loads, covers the promised topics, and each query separates its labelled
+positive examples from near-miss negatives (tests/topics/catalog_examples.toml)."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.errors import ConfigError
+from bot.models import Author, Paper
+from bot.topics.catalog import CatalogError, CatalogTopic, find_topic, load_catalog
+
+CATALOG_FILE = Path(__file__).parents[2] / "bot" / "topics" / "catalog.toml"
+EXAMPLES: dict[str, dict[str, list[dict[str, Any]]]] = tomllib.loads(
+    (Path(__file__).parent / "catalog_examples.toml").read_text(encoding="utf-8")
+)
+CATALOG = load_catalog()
+BY_SLUG = {topic.slug: topic for topic in CATALOG}
+
+REQUIRED_NAMES = (
+    "RL Post-Training", "Group Relative Policy Optimization", "Direct Preference Optimization",
+    "RL from Human Feedback", "RL with Verifiable Rewards", "Reward Modeling", "Process Reward Models",
+    "Reward Hacking", "On-Policy Distillation", "Knowledge Distillation", "Credit Assignment in RL",
+    "Speculative Decoding", "RL for Code Generation", "LLM Agent Training", "Tool Use", "Offline RL",
+    "Multi-Objective RL", "RL for Diffusion Models", "Curriculum RL", "LLM Reasoning", "Test-Time Scaling",
+    "Mixture of Experts", "State Space Models", "Retrieval-Augmented Generation", "Vision-Language Models",
+    "Diffusion Models", "Autonomous Driving", "Robot Learning", "Mechanistic Interpretability",
+    "LLM Safety", "Jailbreaks", "Federated Learning", "Graph Neural Networks", "Quantization",
+    "Long Context", "Multimodal LLMs", "AI for Science", "Speech Recognition", "Time Series",
+    "Recommender Systems",
+)  # fmt: skip
+
+PUBLISHED = datetime(2026, 3, 2, 18, 0, tzinfo=UTC)
+
+
+def make_paper(example: dict[str, Any], n: int = 1) -> Paper:
+    authors = tuple(Author(name) for name in example.get("authors", ["Jane Doe", "Wei Zhang"]))
+    return Paper(
+        arxiv_id=f"2603.{n:05d}",
+        version=1,
+        title=example["title"],
+        abstract=example["abstract"],
+        authors=authors,
+        primary_category="cs.LG",
+        categories=("cs.LG",),
+        published=PUBLISHED,
+        updated=PUBLISHED,
+    )
+
+
+def mismatches(topic: CatalogTopic, kind: str, expected: bool) -> list[str]:
+    """Titles of the topic's `kind` examples whose match result differs from `expected`."""
+    examples = EXAMPLES[topic.slug][kind]
+    return [
+        ex["title"]
+        for n, ex in enumerate(examples, start=1)
+        if topic.query.matches(make_paper(ex, n)) is not expected
+    ]
+
+
+# --- the packaged catalog ----------------------------------------------------------------------
+
+
+def test_catalog_has_at_least_forty_topics_with_unique_slugs_and_names() -> None:
+    assert len(CATALOG) >= 44
+    assert len({t.slug for t in CATALOG}) == len(CATALOG)
+    assert len({t.name.casefold() for t in CATALOG}) == len(CATALOG)
+
+
+def test_every_required_name_is_present_exactly() -> None:
+    names = {topic.name for topic in CATALOG}
+    assert [name for name in REQUIRED_NAMES if name not in names] == []
+
+
+def test_topics_are_described_for_a_reader_choosing_what_to_follow() -> None:
+    for topic in CATALOG:
+        assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", topic.slug), topic.slug
+        sentences = re.findall(r"[.!?](?:\s|$)", topic.description)
+        assert 1 <= len(sentences) <= 3, f"{topic.slug}: description should be 1-3 sentences"
+        assert "\n" not in topic.description and "  " not in topic.description, topic.slug
+
+
+def test_every_query_stays_under_500_characters() -> None:
+    raw = tomllib.loads(CATALOG_FILE.read_text(encoding="utf-8"))["topic"]
+    lengths = {entry["slug"]: len(" ".join(entry["query"].split())) for entry in raw}
+    assert {slug: n for slug, n in lengths.items() if n >= 500} == {}
+
+
+def test_categories_hint_is_kept_as_a_tuple() -> None:
+    assert BY_SLUG["speech-recognition"].categories[0] == "eess.AS"
+    assert all(isinstance(t.categories, tuple) for t in CATALOG)
+
+
+# --- labelled examples -------------------------------------------------------------------------
+
+
+def test_every_example_slug_names_a_catalog_topic() -> None:
+    assert sorted(set(EXAMPLES) - set(BY_SLUG)) == []
+
+
+def test_every_topic_has_two_positive_and_two_negative_examples() -> None:
+    thin = [
+        topic.slug
+        for topic in CATALOG
+        if len(EXAMPLES.get(topic.slug, {}).get("positive", [])) < 2
+        or len(EXAMPLES.get(topic.slug, {}).get("negative", [])) < 2
+    ]
+    assert thin == []
+
+
+@pytest.mark.parametrize("slug", sorted(BY_SLUG))
+def test_topic_matches_its_positive_examples(slug: str) -> None:
+    assert mismatches(BY_SLUG[slug], "positive", expected=True) == []
+
+
+@pytest.mark.parametrize("slug", sorted(BY_SLUG))
+def test_topic_rejects_its_near_miss_negative_examples(slug: str) -> None:
+    assert mismatches(BY_SLUG[slug], "negative", expected=False) == []
+
+
+def test_an_off_field_paper_matches_no_topic() -> None:
+    paper = make_paper(
+        {
+            "title": "On the Parity of Partition Functions in Arithmetic Progressions",
+            "abstract": "We prove that the partition function takes even and odd values equally often in "
+            "every arithmetic progression modulo a prime below 100, using modular forms of half-integral "
+            "weight and an explicit Sturm bound.",
+        }
+    )
+    assert [t.slug for t in CATALOG if t.query.matches(paper)] == []
+
+
+def test_keywords_that_are_also_first_names_are_scoped_to_the_abstract() -> None:
+    # Bare terms search authors too (the Mamba control shows it), so a keyword that is also a common
+    # first name (CARLA, the driving simulator) is written abs:CARLA and must not match an author.
+    paper = make_paper({"title": "A study", "abstract": "Nothing relevant here.", "authors": ["Mamba Jones"]})
+    assert BY_SLUG["state-space-models"].query.matches(paper)
+    carla = make_paper({"title": "A study", "abstract": "Nothing relevant.", "authors": ["Carla Gomes"]})
+    assert not BY_SLUG["autonomous-driving"].query.matches(carla)
+
+
+# --- find_topic --------------------------------------------------------------------------------
+
+
+def test_find_topic_by_name_or_slug_ignoring_case_and_spacing() -> None:
+    topic = BY_SLUG["rl-post-training"]
+    assert find_topic(CATALOG, "RL Post-Training") is topic
+    assert find_topic(CATALOG, "  rl   post-training ") is topic
+    assert find_topic(CATALOG, "RL-POST-TRAINING") is topic
+    assert find_topic(CATALOG, "Retrieval-Augmented Generation") is BY_SLUG["rag"]
+
+
+def test_find_topic_returns_none_for_unknown_text() -> None:
+    assert find_topic(CATALOG, "Underwater Basket Weaving") is None
+    assert find_topic(CATALOG, "") is None
+
+
+# --- validation of a broken catalog ------------------------------------------------------------
+
+GOOD_TOPIC = """
+[[topic]]
+slug = "{slug}"
+name = "{name}"
+description = "{description}"
+query = '{query}'
+"""
+
+
+def write_catalog(tmp_path: Path, *topics: dict[str, str], extra: str = "") -> Path:
+    defaults = {"description": "Covers things.", "query": '"offline RL"'}
+    text = "".join(GOOD_TOPIC.format(**(defaults | topic)) for topic in topics) + extra
+    path = tmp_path / "catalog.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_small_valid_catalog_loads_in_file_order(tmp_path: Path) -> None:
+    path = write_catalog(
+        tmp_path,
+        {"slug": "b-topic", "name": "B Topic", "query": 'ti:"world model" OR Dreamer'},
+        {"slug": "a-topic", "name": "A Topic", "description": "Spans\\n   two lines."},
+    )
+    topics = load_catalog(path)
+    assert [t.slug for t in topics] == ["b-topic", "a-topic"]
+    assert topics[1].description == "Spans two lines."
+    assert topics[0].categories == ()
+    assert topics[0].query.matches(make_paper({"title": "Dreamer returns", "abstract": "Short."}))
+
+
+def test_duplicate_slug_error_names_both_topics(tmp_path: Path) -> None:
+    path = write_catalog(
+        tmp_path, {"slug": "offline-rl", "name": "Offline RL"}, {"slug": "offline-rl", "name": "Batch RL"}
+    )
+    with pytest.raises(CatalogError, match=r"'Batch RL'.*'offline-rl'.*'Offline RL'"):
+        load_catalog(path)
+
+
+def test_duplicate_name_is_case_insensitive(tmp_path: Path) -> None:
+    path = write_catalog(
+        tmp_path, {"slug": "one", "name": "Offline RL"}, {"slug": "two", "name": "OFFLINE rl"}
+    )
+    with pytest.raises(CatalogError, match="OFFLINE rl"):
+        load_catalog(path)
+
+
+def test_a_name_may_not_shadow_another_topics_slug(tmp_path: Path) -> None:
+    path = write_catalog(tmp_path, {"slug": "rag", "name": "Retrieval"}, {"slug": "other", "name": "RAG"})
+    with pytest.raises(CatalogError, match="'rag'"):
+        load_catalog(path)
+
+
+def test_bad_query_error_names_the_topic(tmp_path: Path) -> None:
+    path = write_catalog(
+        tmp_path,
+        {"slug": "fine", "name": "Fine"},
+        {"slug": "broken-topic", "name": "Broken Topic", "query": '(GRPO OR "unclosed'},
+    )
+    with pytest.raises(CatalogError, match=r"topic #2 \('broken-topic'\): query does not parse"):
+        load_catalog(path)
+
+
+def test_empty_description_error_names_the_topic(tmp_path: Path) -> None:
+    path = write_catalog(tmp_path, {"slug": "quiet", "name": "Quiet", "description": "   "})
+    with pytest.raises(CatalogError, match=r"'quiet'.*'description' is missing or empty"):
+        load_catalog(path)
+
+
+def test_missing_field_and_unknown_field_are_reported(tmp_path: Path) -> None:
+    path = tmp_path / "catalog.toml"
+    path.write_text('[[topic]]\nslug = "x"\nname = "X"\nquery = "GRPO"\n', encoding="utf-8")
+    with pytest.raises(CatalogError, match="'description' is missing"):
+        load_catalog(path)
+    path = write_catalog(tmp_path, {"slug": "x", "name": "X"}, extra='descripton = "typo"\n')
+    with pytest.raises(CatalogError, match=r"unknown field.*descripton"):
+        load_catalog(path)
+
+
+def test_slug_must_be_kebab_case(tmp_path: Path) -> None:
+    path = write_catalog(tmp_path, {"slug": "Offline_RL", "name": "Offline RL"})
+    with pytest.raises(CatalogError, match="not kebab-case"):
+        load_catalog(path)
+
+
+def test_categories_must_be_a_list_of_names(tmp_path: Path) -> None:
+    path = write_catalog(tmp_path, {"slug": "x", "name": "X"}, extra='categories = "cs.LG"\n')
+    with pytest.raises(CatalogError, match="'categories' must be a list"):
+        load_catalog(path)
+
+
+def test_unreadable_or_malformed_files_raise_catalog_errors(tmp_path: Path) -> None:
+    with pytest.raises(CatalogError, match="cannot read"):
+        load_catalog(tmp_path / "missing.toml")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[[topic]\nslug = ", encoding="utf-8")
+    with pytest.raises(CatalogError, match="not valid TOML"):
+        load_catalog(bad)
+    empty = tmp_path / "empty.toml"
+    empty.write_text("# nothing yet\n", encoding="utf-8")
+    with pytest.raises(CatalogError, match=r"no \[\[topic\]\] tables"):
+        load_catalog(empty)
+
+
+def test_catalog_errors_are_config_errors() -> None:
+    # The app's start-up handler reports ConfigError cleanly; a broken catalog is a deployment problem.
+    assert issubclass(CatalogError, ConfigError)
