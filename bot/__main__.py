@@ -13,7 +13,9 @@ from pathlib import Path
 
 from bot.backfill import Progress
 from bot.config import Settings, load_settings, require_token
+from bot.console import CONSOLE_GUILD, ConsolePoster, console_channel
 from bot.context import open_context
+from bot.delivery import DeliveryWorker
 from bot.errors import PaperwatchError
 from bot.models import Paper
 from bot.momentum import week_start
@@ -53,6 +55,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     sub.add_parser("topics", help="the catalog's topics with their papers in the last four weeks")
+
+    watch = sub.add_parser(
+        "watch", help="print a topic's new papers as cards in this terminal, as they arrive"
+    )
+    watch.add_argument("topic", help='a catalog topic\'s name or slug, e.g. "RL Post-Training"')
+    watch.add_argument("--once", action="store_true", help="one poll, print what arrived, and exit")
 
     match = sub.add_parser("match", help="what an arXiv-syntax query matches in the stored history")
     match.add_argument("--query", required=True, help="e.g. 'ti:\"speculative decoding\" OR abs:medusa'")
@@ -173,6 +181,40 @@ async def cmd_match(settings: Settings, text: str, since: datetime | None, limit
     return 0
 
 
+async def cmd_watch(settings: Settings, name: str, once: bool) -> int:
+    """The bot's own pipeline (poll, store, match, outbox, worker) with the terminal as the channel."""
+    async with open_context(settings) as ctx:
+        topic = await ctx.store.topics.find(CONSOLE_GUILD, name)
+        if topic is None:
+            raise PaperwatchError(f"no catalog topic named {name!r}; `python -m bot topics` lists them")
+        await ctx.store.follows.upsert(
+            guild_id=CONSOLE_GUILD,
+            channel_id=console_channel(topic.id),
+            topic_id=topic.id,
+            mode="each",
+            digest_hour=0,
+            created_by=None,
+            at=ctx.clock.now(),
+        )
+        poster = ConsolePoster()
+        worker = DeliveryWorker(ctx.store, poster, ctx.clock, per_channel=50, console=True)
+        await worker.recover_in_flight()
+        print(f"Watching {topic.name}: {(await ctx.momentum(topic)).sentence()}")
+        for paper in reversed(await ctx.store.topics.latest_papers(topic.id, 3)):
+            await poster.post_card(0, paper, [topic.name], "")
+        print("New papers will appear below as they are announced (Ctrl+C to stop).", flush=True)
+        while True:
+            report = await ctx.ingestor().poll_once()
+            delivered = await worker.deliver_once()
+            print(
+                f"[{ctx.clock.now():%H:%M} UTC] {report.summary()}; {delivered.sent} new for {topic.name}",
+                flush=True,
+            )
+            if once:
+                return 0 if report.complete else 1
+            await ctx.clock.sleep(settings.poll_interval_minutes * 60)
+
+
 def cmd_run(settings: Settings) -> int:
     token = require_token(settings)
     from bot.app import run_bot  # imported late: the CLI's other commands need no Discord
@@ -202,6 +244,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return asyncio.run(cmd_momentum(settings, args.topic, args.weeks, args.png))
             case "topics":
                 return asyncio.run(cmd_topics(settings))
+            case "watch":
+                return asyncio.run(cmd_watch(settings, args.topic, args.once))
             case "match":
                 return asyncio.run(cmd_match(settings, args.query, args.since, args.limit))
     except PaperwatchError as exc:

@@ -103,6 +103,7 @@ class DeliveryWorker:
         max_attempts: int = 8,
         backoff: float = 30.0,
         digest_cards: int = 10,
+        console: bool = False,
     ) -> None:
         self.store = store
         self.poster = poster
@@ -111,12 +112,13 @@ class DeliveryWorker:
         self.max_attempts = max_attempts
         self.backoff = backoff
         self.digest_cards = digest_cards
+        self.console = console  # serve the terminal's follows instead of Discord's
         self.stopping = False  # set on shutdown: the post in flight finishes, the rest stays queued
 
     async def recover_in_flight(self) -> int:
         """After a crash: rows left 'sending' are marked sent if the channel shows them, else queued again
         (their nonce still protects against a post Discord made but we never heard of)."""
-        stuck = await self.store.deliveries.in_flight()
+        stuck = await self.store.deliveries.in_flight(console=self.console)
         by_channel: dict[int, list[PendingDelivery]] = {}
         for item in stuck:
             by_channel.setdefault(item.channel_id, []).append(item)
@@ -137,7 +139,9 @@ class DeliveryWorker:
 
     async def deliver_once(self) -> DeliveryReport:
         report = DeliveryReport()
-        for channel_id in await self.store.deliveries.channels_due("each", self.clock.now()):
+        for channel_id in await self.store.deliveries.channels_due(
+            "each", self.clock.now(), console=self.console
+        ):
             if self.stopping:
                 break
             await self._deliver_channel(channel_id, report)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
@@ -52,7 +53,7 @@ def test_windows_cover_each_minute_once() -> None:
     clock = FakeClock()
     windows = day_windows(clock.now(), 3)
     assert len(windows) == 4
-    for (start, end), (older_start, older_end) in zip(windows, windows[1:], strict=False):
+    for (start, end), (_older_start, older_end) in itertools.pairwise(windows):
         assert older_end + timedelta(minutes=1) == start and end > start
     halves = split_window(windows[0])
     assert halves[1][0] == windows[0][0] and halves[0][1] == windows[0][1]

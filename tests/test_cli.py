@@ -158,3 +158,33 @@ async def test_match_lists_what_a_query_finds(tmp_path: Path) -> None:
         "match", "--query", "ti:(medusa", env={"DATABASE_PATH": str(db)}, cwd=tmp_path
     )
     assert code == 2 and "position" in err and "Traceback" not in err
+
+
+async def test_watch_prints_new_matching_papers_as_cards(tmp_path: Path) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from tests.factories import make_paper
+
+    now = datetime.now(UTC)
+    grpo = make_paper(
+        1, title="GRPO post-training for reasoning language models", published=now - timedelta(hours=2)
+    )
+    other = make_paper(2, title="Graph colouring bounds", published=now - timedelta(hours=3))
+    async with FakeArxiv([grpo, other]) as arxiv:
+        code, out, err = await run_cli(
+            "watch",
+            "RL Post-Training",
+            "--once",
+            env={
+                "ARXIV_API_URL": arxiv.url,
+                "DATABASE_PATH": str(tmp_path / "db.sqlite3"),
+                "ARXIV_MIN_INTERVAL_SECONDS": "0",
+                "ARXIV_CATEGORIES": "cs.LG cs.AI",
+            },
+            cwd=tmp_path,
+        )
+    assert code == 0, err
+    assert out.startswith("Watching RL Post-Training: ")
+    assert "GRPO post-training for reasoning language models" in out
+    assert "Graph colouring bounds" not in out
+    assert out.rstrip().endswith("1 new for RL Post-Training")

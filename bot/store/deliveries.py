@@ -61,9 +61,12 @@ class DeliveryRepo:
                 [(w.topic_id, w.channel_id, w.arxiv_id) for w in wanted],
             )
 
-    async def channels_due(self, mode: Mode, now: datetime) -> list[int]:
+    async def channels_due(self, mode: Mode, now: datetime, *, console: bool = False) -> list[int]:
+        """Channels with due rows: Discord channels, or with `console` the terminal's (negative ids)."""
+        side = "channel_id < 0" if console else "channel_id > 0"
         rows = await self.db.fetchall(
-            "SELECT DISTINCT channel_id FROM deliveries WHERE status = 'pending' AND mode = ? AND next_attempt_at <= ?",
+            "SELECT DISTINCT channel_id FROM deliveries WHERE status = 'pending' AND mode = ? AND next_attempt_at <= ?"
+            f" AND {side}",
             (mode, to_ts(now)),
         )
         return [r[0] for r in rows]
@@ -85,10 +88,11 @@ class DeliveryRepo:
         )
         return [_pending(r) for r in rows]
 
-    async def in_flight(self) -> list[PendingDelivery]:
+    async def in_flight(self, *, console: bool = False) -> list[PendingDelivery]:
         """Deliveries claimed for sending when the process stopped: sent or not, nobody knows yet."""
+        side = "channel_id < 0" if console else "channel_id > 0"
         rows = await self.db.fetchall(
-            "SELECT DISTINCT channel_id, mode FROM deliveries WHERE status = 'sending'"
+            f"SELECT DISTINCT channel_id, mode FROM deliveries WHERE status = 'sending' AND {side}"
         )
         found: list[PendingDelivery] = []
         for row in rows:

@@ -139,7 +139,7 @@ class FollowRepo:
     async def digest_channels_due(self, hour: int) -> list[int]:
         rows = await self.db.fetchall(
             "SELECT DISTINCT channel_id FROM follows WHERE mode = 'digest' AND digest_hour = ?"
-            " AND broken_reason IS NULL",
+            " AND broken_reason IS NULL AND channel_id > 0",
             (hour,),
         )
         return [r[0] for r in rows]
