@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import signal
 from contextlib import AsyncExitStack
+from typing import Any
 
 import discord
 import yarl
@@ -31,12 +34,15 @@ def point_discord_at(settings: Settings) -> None:
 
 
 class PaperBot(commands.Bot):
-    def __init__(self, settings: Settings, *, clock: Clock | None = None, schedule: bool = True) -> None:
+    def __init__(
+        self, settings: Settings, *, clock: Clock | None = None, schedule: bool = True, **client_options: Any
+    ) -> None:
         super().__init__(
             command_prefix=commands.when_mentioned,  # slash commands only; no message content intent
             intents=discord.Intents.default(),
             allowed_mentions=discord.AllowedMentions.none(),  # a title saying @everyone pings no one
             chunk_guilds_at_startup=False,
+            **client_options,
         )
         self.settings = settings
         self.clock = clock
@@ -89,7 +95,18 @@ class PaperBot(commands.Bot):
 
 
 def run_bot(settings: Settings, token: str) -> int:
+    """Run until SIGINT or SIGTERM, then stop cleanly: the post in flight finishes, the rest stays queued."""
     point_discord_at(settings)
-    bot = PaperBot(settings)
-    bot.run(token, log_handler=None)  # logging is set up by the CLI; the token is never logged
+
+    async def main() -> None:
+        bot = PaperBot(settings)
+        loop = asyncio.get_running_loop()
+        stopping: list[asyncio.Task[None]] = []
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, lambda: stopping.append(asyncio.create_task(bot.close())))
+        async with bot:
+            await bot.start(token)  # the token is never logged
+        await asyncio.gather(*stopping)
+
+    asyncio.run(main())
     return 0

@@ -59,9 +59,10 @@ def weekly_chart(series: Sequence[WeekCount], title: str, subtitle: str = "") ->
     ax.set_ylim(0, max([*counts, 1]) * 1.18)
     ax.yaxis.get_major_locator().set_params(integer=True)
     ax.set_xlabel("Week of (Monday, UTC), by first submission date", color=TEXT, fontsize=9)
-    fig.suptitle(title, color="#ffffff", fontsize=14, fontweight="bold", x=0.06, ha="left")
+    # parse_math=False: a topic name with "$" is text, not TeX for matplotlib to render (or choke on).
+    fig.suptitle(title, color="#ffffff", fontsize=14, fontweight="bold", x=0.06, ha="left", parse_math=False)
     if subtitle:
-        ax.set_title(subtitle, color=TEXT, fontsize=10, loc="left", pad=10)
+        ax.set_title(subtitle, color=TEXT, fontsize=10, loc="left", pad=10, parse_math=False)
     if any(w.partial for w in series):
         ax.legend(
             handles=[

@@ -65,7 +65,8 @@ class Scheduler:
     async def stop(self) -> None:
         """Stop scheduling; the post in flight finishes, everything else stays queued for the next start."""
         self.worker.stopping = True
-        if self._scheduler.running:
-            self._scheduler.shutdown(wait=False)
+        if not self._scheduler.running:
+            return
+        self._scheduler.pause()  # no new runs; shutting down now would cancel the running job mid-post
         async with self._work:
-            pass
+            self._scheduler.shutdown(wait=False)

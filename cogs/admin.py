@@ -1,15 +1,130 @@
-"""Slash commands: placeholder, filled in by the admin cog work."""
+"""/status: is paperwatch polling, how much it holds, and what in this server needs someone's attention."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+
+import discord
+from discord import app_commands
 from discord.ext import commands
 
 from bot.app import PaperBot
+from bot.render import FIELD_VALUE_LIMIT, clip
+from bot.store import Follow, SourceState
+from cogs.common import guild_id_of, paperbot
+from cogs.follow import fit_lines, safe_name
+
+ERROR_CHARS = 200
+FIX_BROKEN = (
+    "To fix: give the bot View Channel, Send Messages and Embed Links there (for a forum: Create Posts and "
+    "Send Messages in Posts), then run /follow again for that channel; or /unfollow the topic."
+)
+
+
+def when(moment: datetime | None, never: str = "never") -> str:
+    return discord.utils.format_dt(moment, "R") if moment is not None else never
+
+
+def next_poll(state: SourceState, now: datetime, interval: timedelta) -> str:
+    """Polls run every interval after the last success; one that is overdue (or never ran) is due now."""
+    if state.last_success is None or state.last_success + interval <= now:
+        return "due now"
+    return when(state.last_success + interval)
+
+
+def source_lines(sources: Sequence[SourceState], now: datetime, interval: timedelta) -> list[str]:
+    if not sources:
+        return ["No poll has run yet; the first one is due now."]
+    lines = []
+    for state in sources:
+        line = (
+            f"`{clip(state.source, 80)}`: last success {when(state.last_success)}, "
+            f"next poll {next_poll(state, now, interval)}"
+        )
+        if state.last_error:
+            runs = (
+                "1 failed poll"
+                if state.consecutive_failures == 1
+                else (f"{state.consecutive_failures} failed polls in a row")
+            )
+            error = discord.utils.escape_markdown(clip(" ".join(state.last_error.split()), ERROR_CHARS))
+            line += f"\n⚠️ {runs} (last {when(state.last_attempt)}): {error}"
+        lines.append(line)
+    return lines
+
+
+def deliveries_text(counts: Mapping[str, int]) -> str:
+    queued = counts.get("pending", 0) + counts.get("sending", 0)
+    text = f"{queued:,} queued · {counts.get('sent', 0):,} sent · {counts.get('failed', 0):,} failed"
+    if counts.get("summarised"):
+        text += f" · {counts['summarised']:,} named in “+N more” notes"
+    return text
+
+
+def broken_lines(broken: Sequence[Follow]) -> list[str]:
+    return [
+        f"**{safe_name(f.topic_name)}** in <#{f.channel_id}>: "
+        f"{discord.utils.escape_markdown(clip(f.broken_reason or '', ERROR_CHARS))}"
+        for f in broken
+    ]
+
+
+def status_embed(
+    *,
+    sources: Sequence[SourceState],
+    papers: int,
+    counts: Mapping[str, int],
+    broken: Sequence[Follow],
+    now: datetime,
+    interval: timedelta,
+) -> discord.Embed:
+    failing = any(s.last_error for s in sources) or bool(broken)
+    embed = discord.Embed(
+        title="paperwatch status",
+        colour=discord.Colour.orange() if failing else discord.Colour.green(),
+    )
+    embed.add_field(
+        name="arXiv polling",
+        value=fit_lines(source_lines(sources, now, interval), FIELD_VALUE_LIMIT),
+        inline=False,
+    )
+    embed.add_field(name="Papers stored", value=f"{papers:,}", inline=True)
+    embed.add_field(name="Posts in this server", value=deliveries_text(counts), inline=True)
+    if broken:
+        # The fix comes first so a long list cannot push it out of the field.
+        room = FIELD_VALUE_LIMIT - len(FIX_BROKEN) - 1
+        embed.add_field(
+            name=f"Broken follows ({len(broken)})",
+            value=FIX_BROKEN + "\n" + fit_lines(broken_lines(broken), room),
+            inline=False,
+        )
+    else:
+        embed.add_field(name="Broken follows", value="None.", inline=False)
+    return embed
 
 
 class AdminCog(commands.Cog):
     def __init__(self, bot: PaperBot) -> None:
         self.bot = bot
+
+    @app_commands.command(
+        name="status", description="Polling, stored papers, and this server's posts and broken follows"
+    )
+    @app_commands.guild_only()
+    async def status(self, interaction: discord.Interaction) -> None:
+        bot = paperbot(interaction)
+        guild_id = guild_id_of(interaction)
+        store = bot.ctx.store
+        embed = status_embed(
+            sources=await store.sources.all(),
+            papers=await store.papers.count(),
+            counts=await store.deliveries.counts(guild_id),
+            broken=[f for f in await store.follows.for_guild(guild_id) if f.broken],
+            now=bot.ctx.clock.now(),
+            interval=timedelta(minutes=bot.ctx.settings.poll_interval_minutes),
+        )
+        await interaction.response.send_message(embed=embed, ephemeral=True)
 
 
 async def setup(bot: PaperBot) -> None:

@@ -1,15 +1,404 @@
-"""Slash commands: placeholder, filled in by the follow cog work."""
+"""/follow, /unfollow and /topics: which channels of a server receive which topics' new papers."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Literal
+
+import discord
+from discord import app_commands
 from discord.ext import commands
 
 from bot.app import PaperBot
+from bot.errors import PaperwatchError
+from bot.models import Paper
+from bot.momentum import Momentum
+from bot.render import DESCRIPTION_LIMIT, TITLE_LIMIT, clip, neutralise_mentions, paper_compact_line
+from bot.store import Follow, Mode, TopicRow
+from bot.topics.query import MAX_QUERY_LENGTH, parse_query
+from bot.topics.service import MAX_NAME_LENGTH, TopicError
+from cogs.common import UnknownTopic, guild_id_of, paperbot, resolve_topic, topic_autocomplete
+
+CONTENT_LIMIT = 2000
+PREVIEW_PAPERS = 3
+MENTIONS_SHOWN = 10
+DEFAULT_DIGEST_HOUR = 8
+
+FollowTarget = discord.TextChannel | discord.ForumChannel
+
+
+class FollowChannel(app_commands.Transformer):
+    """A text, announcement or forum channel. Media channels (forums that want images) are left out of the
+    picker, and with them channel type 16, which Discord's OpenAPI description does not list."""
+
+    @property
+    def type(self) -> discord.AppCommandOptionType:
+        return discord.AppCommandOptionType.channel
+
+    @property
+    def channel_types(self) -> list[discord.ChannelType]:
+        return [discord.ChannelType.text, discord.ChannelType.news, discord.ChannelType.forum]
+
+    async def transform(self, interaction: discord.Interaction, value: object) -> object:
+        # Checked in the command (target_channel), where a refusal can say what to do.
+        resolved = value.resolve() if isinstance(value, app_commands.AppCommandChannel) else None
+        return resolved or value
+
+
+ChannelOption = app_commands.Transform[FollowTarget, FollowChannel]
+
+# What the bot needs to post cards: (permission flag, its name in Discord's UI).
+_TEXT_NEEDS = (
+    ("view_channel", "View Channel"),
+    ("send_messages", "Send Messages"),
+    ("embed_links", "Embed Links"),
+)
+_FORUM_NEEDS = (
+    ("view_channel", "View Channel"),
+    ("send_messages", "Create Posts"),
+    ("send_messages_in_threads", "Send Messages in Posts"),
+    ("embed_links", "Embed Links"),
+)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Small text helpers (shared with the admin cog)
+
+
+def human_join(items: Sequence[str]) -> str:
+    if len(items) <= 2:
+        return " and ".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def fit_lines(lines: Sequence[str], limit: int, sep: str = "\n") -> str:
+    """As many whole lines as fit in `limit` characters, then "+N more" for the rest."""
+    if len(sep.join(lines)) <= limit:
+        return sep.join(lines)
+    best: int | None = None
+    shown_size = 0  # len(sep.join(lines[:shown]))
+    for shown, line in enumerate(lines):
+        if shown_size + len(sep) * bool(shown) + len(f"+{len(lines) - shown} more") <= limit:
+            best = shown
+        shown_size += len(sep) * bool(shown) + len(line)
+        if shown_size > limit:
+            break
+    if best is None:
+        return clip(f"+{len(lines)} more", limit)
+    return sep.join([*lines[:best], f"+{len(lines) - best} more"])
+
+
+def safe_name(name: str, limit: int = 100) -> str:
+    """A user-given name as markdown text: no pings, no formatting, bounded."""
+    return discord.utils.escape_markdown(clip(neutralise_mentions(" ".join(name.split())), limit))
+
+
+def code_block(text: str) -> str:
+    """Text shown verbatim; a backtick would close the block, so it becomes a look-alike."""
+    return "```\n" + text.strip().replace("`", "ˋ") + "\n```"
+
+
+def mode_text(mode: Mode, digest_hour: int) -> str:
+    return "one post per paper" if mode == "each" else f"a daily digest at {digest_hour:02d}:00 UTC"
+
+
+def mentions_text(channel_ids: Sequence[int]) -> str:
+    shown = [f"<#{cid}>" for cid in channel_ids[:MENTIONS_SHOWN]]
+    more = len(channel_ids) - len(shown)
+    return human_join([*shown, f"{more} more"] if more else shown)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Permission rules
+
+
+def target_channel(interaction: discord.Interaction, channel: FollowTarget | None) -> FollowTarget:
+    """The channel named, else the one the command runs in; it must be a text or forum channel of this server."""
+    target = channel if channel is not None else interaction.channel
+    if isinstance(target, app_commands.AppCommandChannel):  # not among this server's channels
+        raise PaperwatchError("That channel is not in this server: pick one of this server's channels.")
+    is_media = isinstance(target, discord.ForumChannel) and target.is_media()
+    if not isinstance(target, discord.TextChannel | discord.ForumChannel) or is_media:
+        raise PaperwatchError(
+            "Papers can go to a text or forum channel only: name one with the channel option."
+        )
+    if target.guild.id != interaction.guild_id:
+        raise PaperwatchError("That channel is not in this server: pick one of this server's channels.")
+    return target
+
+
+def _member(interaction: discord.Interaction) -> discord.Member:
+    if not isinstance(interaction.user, discord.Member):
+        raise PaperwatchError("This command works in a server, not in direct messages.")
+    return interaction.user
+
+
+def may_manage(member: discord.Member, channel: discord.abc.GuildChannel | None) -> bool:
+    """Manage Server anywhere, or Manage Channels on that channel (server-wide for a channel that is gone)."""
+    if member.guild_permissions.manage_guild:
+        return True
+    if channel is None:
+        return member.guild_permissions.manage_channels
+    return channel.permissions_for(member).manage_channels
+
+
+def require_may_manage(member: discord.Member, channels: Sequence[discord.abc.GuildChannel | None]) -> None:
+    refused = [c for c in channels if not may_manage(member, c)]
+    if refused:
+        where = human_join([c.mention for c in refused if c is not None]) or "those channels"
+        raise PaperwatchError(
+            f"You need the Manage Server permission, or Manage Channels on {where}, to change follows there."
+        )
+
+
+def missing_bot_permissions(channel: FollowTarget) -> list[str]:
+    perms = channel.permissions_for(channel.guild.me)
+    needs = _FORUM_NEEDS if isinstance(channel, discord.ForumChannel) else _TEXT_NEEDS
+    return [label for flag, label in needs if not getattr(perms, flag)]
+
+
+def require_bot_may_post(channel: FollowTarget) -> None:
+    missing = missing_bot_permissions(channel)
+    if missing:
+        noun = "permission" if len(missing) == 1 else "permissions"
+        me = safe_name(channel.guild.me.display_name, 80)
+        raise PaperwatchError(
+            f"Give {me} the {human_join(missing)} {noun} in {channel.mention} "
+            "(channel settings → Permissions), then run /follow again."
+        )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Topic and input checks (all before deferring, so a mistake gets a private answer)
+
+
+def clean_name(topic: str) -> str:
+    name = " ".join(topic.split())
+    if not name or len(name) > MAX_NAME_LENGTH:
+        raise TopicError(f"A topic name needs 1 to {MAX_NAME_LENGTH} characters.")
+    return name
+
+
+def check_query(query: str) -> None:
+    if len(query) > MAX_QUERY_LENGTH:
+        raise PaperwatchError(
+            f"A query is at most {MAX_QUERY_LENGTH} characters; this one has {len(query)}. "
+            "Shorten it, e.g. by dropping rare synonyms."
+        )
+    parse_query(query)  # QuerySyntaxError carries the position; the error handler draws the caret
+
+
+def check_topic_request(existing: TopicRow | None, name: str, query: str | None) -> None:
+    """Without a query the topic must exist; with one it creates or changes this server's own topic."""
+    if query is None:
+        if existing is None:
+            raise UnknownTopic(name)
+        return
+    check_query(query)
+    if existing is not None and existing.is_catalog:
+        raise TopicError(
+            f"“{safe_name(existing.name)}” is a catalog topic: follow it without a query, or pick another name."
+        )
+
+
+def check_digest_hour(hour: int) -> None:
+    if not 0 <= hour <= 23:
+        raise PaperwatchError("digest_hour is an hour of the day in UTC, 0 to 23.")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Replies
+
+
+def follow_message(
+    *,
+    topic: TopicRow,
+    channel: FollowTarget,
+    follow: Follow,
+    is_new: bool,
+    topic_note: str | None,
+    momentum: Momentum,
+    latest: Sequence[Paper],
+) -> str:
+    """The public announcement, which doubles as a preview: query, momentum and the latest matches."""
+    name = safe_name(topic.name)
+    how = mode_text(follow.mode, follow.digest_hour)
+    head = (
+        f"{channel.mention} now follows **{name}**."
+        if is_new
+        else (f"{channel.mention} already followed **{name}**: updated to {how}.")
+    )
+    top = [
+        head,
+        *([topic_note] if topic_note else []),
+        code_block(topic.query),
+        clip(momentum.sentence(), 400),
+    ]
+    tail = (
+        f"Posts start with papers that arrive from now on (no flood of history), as {how}. "
+        "Older papers: /latest."
+    )
+    lines = [paper_compact_line(p) for p in latest]
+    while True:
+        preview = ["**Latest matches**", *lines] if lines else ["No stored paper matches yet."]
+        text = "\n".join([*top, *preview, tail])
+        if len(text) <= CONTENT_LIMIT or not lines:
+            return clip(text, CONTENT_LIMIT)
+        lines.pop()  # a very long query leaves less room: show fewer papers rather than cut one
+
+
+def follow_line(follow: Follow) -> str:
+    last = (
+        f"last post {discord.utils.format_dt(follow.last_post_at, 'R')}"
+        if follow.last_post_at
+        else "no posts yet"
+    )
+    how = "each paper" if follow.mode == "each" else f"digest {follow.digest_hour:02d}:00 UTC"
+    line = f"**{safe_name(follow.topic_name)}** → <#{follow.channel_id}> · {how} · {last}"
+    if follow.broken_reason:
+        reason = discord.utils.escape_markdown(clip(follow.broken_reason, 200))
+        line += f"\n⚠️ broken: {reason}. Fix the channel's permissions, then /follow again."
+    return line
+
+
+def topics_embed(guild_name: str, follows: Sequence[Follow]) -> discord.Embed:
+    embed = discord.Embed(
+        title=clip(f"Followed in {guild_name}", TITLE_LIMIT),
+        description=fit_lines([follow_line(f) for f in follows], DESCRIPTION_LIMIT),
+    )
+    broken = sum(f.broken for f in follows)
+    footer = f"{len(follows)} follows" + (f" · {broken} broken (see /status)" if broken else "")
+    return embed.set_footer(text=footer)
+
+
+NO_FOLLOWS = (
+    "This server follows no topics yet. Start with /follow topic:<name>: pick a topic from the list, "
+    "or type a new name and give an arXiv query to create your own."
+)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The cog
 
 
 class FollowCog(commands.Cog):
     def __init__(self, bot: PaperBot) -> None:
         self.bot = bot
+
+    @app_commands.command(name="follow", description="Post a topic's new papers in a channel of this server")
+    @app_commands.guild_only()
+    @app_commands.describe(
+        topic="A topic from the list, or a new name (with a query) to create this server's own",
+        channel="Text or forum channel to post in (default: this channel)",
+        query='arXiv search syntax, e.g. ti:"sparse attention" AND cat:cs.LG; creates or changes the topic',
+        mode="each: one post per paper as it arrives; digest: one post a day",
+        digest_hour="Hour of the daily digest, 0-23 in UTC (default 8)",
+    )
+    @app_commands.autocomplete(topic=topic_autocomplete)
+    async def follow(
+        self,
+        interaction: discord.Interaction,
+        topic: app_commands.Range[str, 1, MAX_NAME_LENGTH],
+        channel: ChannelOption | None = None,
+        query: app_commands.Range[str, 1, MAX_QUERY_LENGTH] | None = None,
+        mode: Literal["each", "digest"] = "each",
+        digest_hour: app_commands.Range[int, 0, 23] = DEFAULT_DIGEST_HOUR,
+    ) -> None:
+        bot = paperbot(interaction)
+        guild_id = guild_id_of(interaction)
+        target = target_channel(interaction, channel)
+        require_may_manage(_member(interaction), [target])
+        require_bot_may_post(target)
+        check_digest_hour(digest_hour)
+        name = clean_name(topic)
+        existing = await bot.ctx.store.topics.find(guild_id, name)
+        check_topic_request(existing, name, query)
+        await interaction.response.defer(thinking=True)  # history matching and momentum take a while
+
+        row, topic_note = existing, None
+        if query is not None:
+            row, matched = await bot.ctx.topics.save_custom(guild_id, name, query)
+            topic_note = _topic_note(row, existing, matched)
+        assert row is not None  # check_topic_request: no query means the topic exists
+        store = bot.ctx.store
+        followed, is_new = await store.follows.upsert(
+            guild_id=guild_id,
+            channel_id=target.id,
+            topic_id=row.id,
+            mode=mode,
+            digest_hour=digest_hour,
+            created_by=interaction.user.id,
+            at=bot.ctx.clock.now(),
+        )
+        text = follow_message(
+            topic=row,
+            channel=target,
+            follow=followed,
+            is_new=is_new,
+            topic_note=topic_note,
+            momentum=await bot.ctx.momentum(row),
+            latest=await store.topics.latest_papers(row.id, PREVIEW_PAPERS),
+        )
+        await interaction.followup.send(text)
+
+    @app_commands.command(name="unfollow", description="Stop posting a topic's papers in this server")
+    @app_commands.guild_only()
+    @app_commands.describe(
+        topic="The followed topic", channel="Only this channel (default: every channel of this server)"
+    )
+    @app_commands.autocomplete(topic=topic_autocomplete)
+    async def unfollow(
+        self,
+        interaction: discord.Interaction,
+        topic: app_commands.Range[str, 1, MAX_NAME_LENGTH],
+        channel: ChannelOption | None = None,
+    ) -> None:
+        bot = paperbot(interaction)
+        guild_id = guild_id_of(interaction)
+        if channel is not None:
+            target_channel(interaction, channel)
+        row = await resolve_topic(bot, guild_id, topic)
+        follows = [
+            f
+            for f in await bot.ctx.store.follows.for_guild(guild_id)
+            if f.topic_id == row.id and (channel is None or f.channel_id == channel.id)
+        ]
+        name = safe_name(row.name)
+        if not follows:
+            where = channel.mention if channel is not None else "this server"
+            raise PaperwatchError(
+                f"**{name}** is not followed in {where}. /topics lists what this server follows."
+            )
+        guild = interaction.guild
+        assert guild is not None  # guild_only
+        require_may_manage(_member(interaction), [guild.get_channel(f.channel_id) for f in follows])
+        removed = await bot.ctx.store.follows.remove(guild_id, row.id, channel.id if channel else None)
+        noun = "channel" if removed == 1 else "channels"
+        channels = mentions_text([f.channel_id for f in follows])
+        await interaction.response.send_message(
+            f"Unfollowed **{name}** in {removed} {noun} ({channels}): no more posts of it there."
+        )
+
+    @app_commands.command(name="topics", description="What this server follows, where, and how it is going")
+    @app_commands.guild_only()
+    async def topics(self, interaction: discord.Interaction) -> None:
+        bot = paperbot(interaction)
+        guild_id = guild_id_of(interaction)
+        follows = await bot.ctx.store.follows.for_guild(guild_id)
+        if not follows:
+            await interaction.response.send_message(NO_FOLLOWS, ephemeral=True)
+            return
+        guild_name = interaction.guild.name if interaction.guild else "this server"
+        await interaction.response.send_message(embed=topics_embed(guild_name, follows), ephemeral=True)
+
+
+def _topic_note(row: TopicRow, before: TopicRow | None, matched: int) -> str | None:
+    papers = "1 stored paper matches" if matched == 1 else f"{matched:,} stored papers match"
+    if before is None or before.guild_id != row.guild_id:
+        return f"Created this server's topic **{safe_name(row.name)}**: {papers}."
+    if before.query != row.query:
+        return f"Changed the query of **{safe_name(row.name)}**; its history was matched again: {papers}."
+    return None
 
 
 async def setup(bot: PaperBot) -> None:

@@ -1,15 +1,271 @@
-"""Slash commands: placeholder, filled in by the history cog work."""
+"""/latest, /search and /paper: answers from the stored history (and arXiv, for a paper not stored yet)."""
 
 from __future__ import annotations
 
+import re
+import unicodedata
+from collections.abc import Sequence
+from datetime import UTC, date, datetime
+
+import discord
+from discord import app_commands
 from discord.ext import commands
 
 from bot.app import PaperBot
+from bot.context import AppContext
+from bot.errors import PaperwatchError, SourceError
+from bot.models import Paper, split_arxiv_id
+from bot.render import clip, neutralise_mentions, paper_compact_line, paper_embed, paper_view
+from bot.store import SearchHit, TopicRow
+from bot.store.search import HIGHLIGHT_END, HIGHLIGHT_START
+from bot.topics.query import MAX_QUERY_LENGTH, parse_query
+from bot.topics.service import MAX_NAME_LENGTH
+from cogs.common import guild_id_of, paperbot, resolve_topic, topic_autocomplete
+from cogs.pagination import Page, inline_text, pack_lines, send_pages
+
+PER_PAGE = 5
+SEARCH_CANDIDATES = 500  # FTS5 rows read, before the exact evaluator confirms them
+MAX_SEARCH_RESULTS = 50
+SNIPPET_LIMIT = 320  # characters of a highlighted snippet as shown, after escaping
+MAX_ID_LENGTH = 200  # an id or an arxiv.org URL
+SHOWN_INPUT = 100  # how much of a user's own input an answer repeats
+
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_MARKS = {HIGHLIGHT_START, HIGHLIGHT_END}
+# "\x03 \x02" between two highlighted words: one bold run reads better than "**a** **b**".
+_ADJACENT_MARKS = re.compile(f"{HIGHLIGHT_END}(\\s*){HIGHLIGHT_START}")
+
+
+class InvalidPaperId(PaperwatchError):
+    def __init__(self, text: str) -> None:
+        super().__init__(
+            f"“{inline_text(text, SHOWN_INPUT)}” is not an arXiv id. Give an id such as 2401.12345 "
+            "(or 2401.12345v2, hep-th/9901001) or a link such as https://arxiv.org/abs/2401.12345."
+        )
+
+
+class InvalidDate(PaperwatchError):
+    def __init__(self, text: str) -> None:
+        super().__init__(
+            f"“{inline_text(text, SHOWN_INPUT)}” is not a date. Give since as YYYY-MM-DD, e.g. 2026-01-31."
+        )
+
+
+def parse_since(text: str | None) -> datetime | None:
+    """A YYYY-MM-DD day as midnight UTC; None for no filter."""
+    if text is None:
+        return None
+    cleaned = text.strip()
+    if not _DATE.fullmatch(cleaned):
+        raise InvalidDate(text)
+    try:
+        day = date.fromisoformat(cleaned)
+    except ValueError:  # 2026-02-30
+        raise InvalidDate(text) from None
+    return datetime(day.year, day.month, day.day, tzinfo=UTC)
+
+
+def _paired(text: str) -> str:
+    """Keep only highlight markers that pair up (start, then end): a cut, or a stray marker in a paper's
+    own text, must not leave bold open."""
+    out: list[str] = []
+    open_at = -1
+    for ch in text:
+        if ch == HIGHLIGHT_START:
+            if open_at >= 0:
+                continue
+            open_at = len(out)
+        elif ch == HIGHLIGHT_END:
+            if open_at < 0:
+                continue
+            open_at = -1
+        out.append(ch)
+    if open_at >= 0:
+        del out[open_at]
+    return "".join(out)
+
+
+def highlight(snippet: str, limit: int = SNIPPET_LIMIT) -> str:
+    """The FTS5 snippet as markdown: escaped and unable to ping first, then the markers become bold, so
+    nothing in a paper's text can open or close formatting. At most `limit` characters."""
+    kept = (
+        ch for ch in snippet if ch in _MARKS or ch.isspace() or unicodedata.category(ch) not in ("Cc", "Cs")
+    )
+    plain = _ADJACENT_MARKS.sub(r"\1", _paired(" ".join("".join(kept).split())))
+    plain = plain.replace(HIGHLIGHT_START + HIGHLIGHT_END, "")
+    chars = limit
+    while chars > 0:
+        escaped = neutralise_mentions(discord.utils.escape_markdown(_paired(clip(plain, chars))))
+        text = escaped.replace(HIGHLIGHT_START, "**").replace(HIGHLIGHT_END, "**")
+        if len(text) <= limit:
+            return text
+        chars = min(chars - 1, chars * limit // len(text))  # escaping grew it: shrink in proportion
+    return ""
+
+
+def search_entry(rank: int, hit: SearchHit) -> str:
+    snippet = highlight(hit.snippet)
+    line = f"{rank}. {paper_compact_line(hit.paper)}"
+    return f"{line}\n> {snippet}" if snippet else line
+
+
+def _filters_text(topic: TopicRow | None, since: datetime | None) -> str:
+    parts = []
+    if topic is not None:
+        parts.append(f" in **{inline_text(topic.name, MAX_NAME_LENGTH)}**")
+    if since is not None:
+        parts.append(f" since {since.date().isoformat()}")
+    return "".join(parts)
+
+
+def search_pages(
+    query_text: str, hits: Sequence[SearchHit], topic: TopicRow | None, since: datetime | None
+) -> list[Page]:
+    shown = f"“{inline_text(query_text, SHOWN_INPUT)}”"
+    filters = _filters_text(topic, since)
+    if not hits:
+        return [Page(content=no_results_text(shown, filters))]
+    count = f"the {len(hits)} best results" if len(hits) >= MAX_SEARCH_RESULTS else _results(len(hits))
+    header = f"**Search** {shown}{filters}: {count}, best match first"
+    entries = [search_entry(i, hit) for i, hit in enumerate(hits, start=1)]
+    return [Page(content=text) for text in pack_lines(header, entries, per_page=PER_PAGE)]
+
+
+def _results(n: int) -> str:
+    return "1 result" if n == 1 else f"{n} results"
+
+
+def no_results_text(shown: str, filters: str) -> str:
+    return (
+        f"No stored paper matches {shown}{filters}. Try fewer or broader terms, a word prefix such as "
+        "`diffus*`, OR between alternatives (`RLHF OR RLAIF`), or drop the filters. Only papers the bot "
+        "has stored are searched."
+    )
+
+
+def latest_pages(topic: TopicRow, papers: Sequence[Paper], asked: int) -> list[Page]:
+    name = inline_text(topic.name, MAX_NAME_LENGTH)
+    if not papers:
+        return [
+            Page(
+                content=f"No stored paper matches **{name}** yet. Papers are matched as they arrive from arXiv; "
+                "/momentum shows how the topic moves week by week."
+            )
+        ]
+    amount = f"the {len(papers)} newest" if len(papers) == asked else f"all {len(papers)} stored"
+    header = f"**Latest in {name}**: {amount} matching papers, newest first"
+    entries = [f"{i}. {paper_compact_line(p)}" for i, p in enumerate(papers, start=1)]
+    return [Page(content=text) for text in pack_lines(header, entries, per_page=PER_PAGE)]
+
+
+async def fetch_and_store(ctx: AppContext, arxiv_id: str) -> Paper:
+    """A paper not stored yet, from arXiv: stored and matched to topics (not posted: nobody follows a
+    paper someone looked up by hand)."""
+    try:
+        papers = await ctx.arxiv.fetch_ids([arxiv_id])
+    except SourceError as exc:
+        raise PaperwatchError(
+            f"arXiv did not answer for {arxiv_id} just now. Please try again in a few minutes."
+        ) from exc
+    paper = next((p for p in papers if p.arxiv_id == arxiv_id), None)
+    if paper is None:
+        raise PaperwatchError(
+            f"arXiv has no paper {arxiv_id}. Check the id, e.g. on https://arxiv.org/abs/{arxiv_id}."
+        )
+    async with ctx.store.transaction():
+        result = await ctx.store.papers.upsert([paper], seen_at=ctx.clock.now())
+        await ctx.topics.on_stored(result, [paper])
+    return paper
+
+
+async def matched_topic_names(ctx: AppContext, guild_id: int, paper: Paper) -> list[str]:
+    """Names of the topics this server can see (catalog and its own) that the paper matches; never
+    another server's topics."""
+    names = []
+    for topic in await ctx.store.topics.visible_to(guild_id):
+        query = ctx.topics.queries.get(topic.id)
+        if query is not None and query.matches(paper):
+            names.append(topic.name)
+    return names
 
 
 class HistoryCog(commands.Cog):
     def __init__(self, bot: PaperBot) -> None:
         self.bot = bot
+
+    @app_commands.command(name="latest", description="The newest stored papers of a topic")
+    @app_commands.describe(topic="The topic to list", count="How many papers, newest first (default 5)")
+    @app_commands.autocomplete(topic=topic_autocomplete)
+    @app_commands.guild_only()
+    async def latest(
+        self,
+        interaction: discord.Interaction,
+        topic: app_commands.Range[str, 1, MAX_NAME_LENGTH],
+        count: app_commands.Range[int, 1, 50] = 5,
+    ) -> None:
+        bot = paperbot(interaction)
+        row = await resolve_topic(bot, guild_id_of(interaction), topic)
+        await interaction.response.defer(thinking=True)
+        papers = await bot.ctx.store.topics.latest_papers(row.id, count, 0)
+        await send_pages(interaction, latest_pages(row, papers, count))
+
+    @app_commands.command(name="search", description="Search the stored papers with an arXiv-style query")
+    @app_commands.describe(
+        query='arXiv query syntax, e.g. GRPO AND ti:reasoning, "reward model" ANDNOT au:Smith, cat:cs.CL',
+        topic="Only papers of this topic",
+        since="Only papers first submitted on or after this day, as YYYY-MM-DD",
+    )
+    @app_commands.autocomplete(topic=topic_autocomplete)
+    @app_commands.guild_only()
+    async def search(
+        self,
+        interaction: discord.Interaction,
+        query: app_commands.Range[str, 1, MAX_QUERY_LENGTH],
+        topic: app_commands.Range[str, 1, MAX_NAME_LENGTH] | None = None,
+        since: app_commands.Range[str, 1, 20] | None = None,
+    ) -> None:
+        bot = paperbot(interaction)
+        # Every input is checked before deferring, so a mistake gets a private answer.
+        parsed = parse_query(query)
+        since_at = parse_since(since)
+        row = await resolve_topic(bot, guild_id_of(interaction), topic) if topic is not None else None
+        await interaction.response.defer(thinking=True)
+        hits = await bot.ctx.store.search.ranked(
+            parsed.to_fts5(), topic_id=row.id if row else None, since=since_at, limit=SEARCH_CANDIDATES
+        )
+        confirmed: list[SearchHit] = []
+        for hit in hits:  # FTS5 is a prefilter: the query's own evaluator decides
+            if parsed.matches(hit.paper):
+                confirmed.append(hit)
+                if len(confirmed) == MAX_SEARCH_RESULTS:
+                    break
+        await send_pages(interaction, search_pages(query, confirmed, row, since_at))
+
+    @app_commands.command(name="paper", description="Show one paper's card, by arXiv id or link")
+    @app_commands.describe(
+        paper_id="An arXiv id (2401.12345, 2401.12345v2, hep-th/9901001) or an arxiv.org link"
+    )
+    @app_commands.rename(paper_id="id")
+    @app_commands.guild_only()
+    async def paper(
+        self, interaction: discord.Interaction, paper_id: app_commands.Range[str, 1, MAX_ID_LENGTH]
+    ) -> None:
+        ctx = paperbot(interaction).ctx
+        guild_id = guild_id_of(interaction)
+        try:
+            arxiv_id, _version = split_arxiv_id(paper_id)
+        except ValueError:
+            raise InvalidPaperId(paper_id) from None
+        paper = await ctx.store.papers.get(arxiv_id)
+        if paper is None:
+            await interaction.response.defer(thinking=True)  # arXiv asks for seconds between requests
+            paper = await fetch_and_store(ctx, arxiv_id)
+        topics = await matched_topic_names(ctx, guild_id, paper)
+        embed = paper_embed(paper, topics=topics, abstract_chars=ctx.settings.abstract_chars)
+        if interaction.response.is_done():
+            await interaction.followup.send(embed=embed, view=paper_view(paper))
+        else:
+            await interaction.response.send_message(embed=embed, view=paper_view(paper))
 
 
 async def setup(bot: PaperBot) -> None:

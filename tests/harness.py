@@ -41,6 +41,11 @@ async def running_paperbot(
 ) -> AsyncIterator[PaperBot]:
     """A logged-in PaperBot with its commands synced. Without `schedule`, tests drive polls and deliveries
     themselves (`bot.ctx.ingestor().poll_once()`, `bot.worker.deliver_once()`), so nothing runs on a timer."""
-    bot = PaperBot(test_settings(tmp_path, discord, arxiv, **settings), clock=clock, schedule=schedule)
+    bot = PaperBot(
+        test_settings(tmp_path, discord, arxiv, **settings),
+        clock=clock,
+        schedule=schedule,
+        guild_ready_timeout=0.1,  # the fake sends every guild at once; no need to wait 2 s for stragglers
+    )
     async with running_client(discord, bot):
         yield bot

@@ -142,3 +142,8 @@ def test_chart_is_a_png_of_the_expected_size() -> None:
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = struct.unpack(">II", io.BytesIO(data[16:24]).read())
     assert (width, height) == SIZE_PX
+
+
+def test_chart_draws_names_that_look_like_tex() -> None:
+    series = [WeekCount(date(2026, 9, 7), 2, partial=True)]
+    assert weekly_chart(series, r"x $\undefinedcmd$ y", "costs $5 and $6")[:4] == b"\x89PNG"

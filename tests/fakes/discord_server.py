@@ -834,6 +834,7 @@ class FakeDiscord:
             ("GET", "/applications/{application_id}/guilds/{guild_id}/commands", self._get_commands, True),
             ("GET", "/channels/{channel_id}", self._get_channel, True),
             ("POST", "/channels/{channel_id}/messages", self._create_message, True),
+            ("GET", "/channels/{channel_id}/messages", self._list_messages, True),
             ("POST", "/channels/{channel_id}/threads", self._create_thread, True),
             ("POST", "/interactions/{interaction_id}/{interaction_token}/callback", self._callback, False),
             ("POST", "/webhooks/{webhook_id}/{webhook_token}", self._followup, False),
@@ -1110,6 +1111,18 @@ class FakeDiscord:
         self._messages.setdefault(channel.id, []).append(message)
         self._emit("MESSAGE_CREATE", {**message, "guild_id": str(channel.guild_id)}, INTENT_GUILD_MESSAGES)
         return _json_response(200, message)
+
+    async def _list_messages(self, ctx: _Ctx) -> web.Response:
+        """Channel history, newest first, with `limit` (1-100) and `before` as Discord pages it."""
+        channel = self._channel(ctx.params["channel_id"])
+        self._require(channel, VIEW_CHANNEL)
+        query = ctx.record.query
+        limit = max(1, min(100, int(query.get("limit", 50))))
+        before = int(query["before"]) if query.get("before") else None
+        newest_first = sorted(self._messages.get(channel.id, []), key=lambda m: int(m["id"]), reverse=True)
+        if before is not None:
+            newest_first = [m for m in newest_first if int(m["id"]) < before]
+        return _json_response(200, newest_first[:limit])
 
     async def _create_thread(self, ctx: _Ctx) -> web.Response:
         parent = self._channel(ctx.params["channel_id"])

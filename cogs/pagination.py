@@ -1,0 +1,141 @@
+"""Pages of a long answer behind ◀ / ▶ buttons that only the person who asked can turn."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import discord
+
+from bot.render import clip, neutralise_mentions
+
+CONTENT_LIMIT = 2000  # Discord's limit for message content
+DESCRIPTION_LIMIT = 4096  # and for an embed description
+PAGE_TIMEOUT = 600.0  # seconds without a click before the buttons go grey
+NOT_YOURS = "Only the person who ran the command can turn pages. Run it yourself to get your own copy."
+
+
+def inline_text(text: str, limit: int) -> str:
+    """User-given text (topic names, queries) shown inside markdown: one line, escaped, unable to ping,
+    clipped."""
+    return clip(neutralise_mentions(discord.utils.escape_markdown(" ".join(text.split()))), limit)
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    content: str | None = None
+    embeds: tuple[discord.Embed, ...] = ()
+
+    def message_kwargs(self) -> dict[str, Any]:
+        # Both always given, so turning to a page replaces what the previous one showed.
+        return {"content": self.content, "embeds": list(self.embeds)}
+
+
+def pack_lines(
+    header: str, entries: Sequence[str], *, per_page: int, limit: int = CONTENT_LIMIT
+) -> list[str]:
+    """Join entries into page texts of at most `per_page` entries and `limit` characters, header first.
+
+    Entries stay whole unless one alone cannot fit, which is then clipped."""
+    room = limit - len(header) - 1 if header else limit
+    pages: list[list[str]] = [[]]
+    used = 0
+    for entry in entries:
+        entry = clip(entry, room)
+        current = pages[-1]
+        extra = len(entry) + (1 if current else 0)
+        if current and (len(current) >= per_page or used + extra > room):
+            pages.append([])
+            current, extra = pages[-1], len(entry)
+            used = 0
+        current.append(entry)
+        used += extra
+    return ["\n".join([header, *lines]) if header else "\n".join(lines) for lines in pages]
+
+
+class Paginator(discord.ui.View):
+    """◀ / page counter / ▶ over fixed pages. Build it with at least two pages; one page needs no buttons."""
+
+    def __init__(self, pages: Sequence[Page], *, author_id: int, timeout: float = PAGE_TIMEOUT) -> None:
+        super().__init__(timeout=timeout)
+        if not pages:
+            raise ValueError("a paginator needs at least one page")
+        self.pages = list(pages)
+        self.author_id = author_id
+        self.index = 0
+        # The latest interaction on the message: its token (15 minutes) edits the message at timeout.
+        self.last_interaction: discord.Interaction | None = None
+        self._refresh()
+
+    @property
+    def current(self) -> Page:
+        return self.pages[self.index]
+
+    def is_author(self, user_id: int) -> bool:
+        return user_id == self.author_id
+
+    def turn(self, step: int) -> Page:
+        """Move `step` pages (clamped to the first and last) and return the page now shown."""
+        self.index = max(0, min(len(self.pages) - 1, self.index + step))
+        self._refresh()
+        return self.current
+
+    def _refresh(self) -> None:
+        self.previous_page.disabled = self.index == 0
+        self.next_page.disabled = self.index == len(self.pages) - 1
+        self.counter.label = f"{self.index + 1}/{len(self.pages)}"
+
+    async def interaction_check(self, interaction: discord.Interaction) -> bool:
+        if self.is_author(interaction.user.id):
+            return True
+        await interaction.response.send_message(NOT_YOURS, ephemeral=True)
+        return False
+
+    async def _show(self, interaction: discord.Interaction, step: int) -> None:
+        self.last_interaction = interaction
+        page = self.turn(step)
+        await interaction.response.edit_message(**page.message_kwargs(), view=self)
+
+    @discord.ui.button(label="◀", style=discord.ButtonStyle.secondary)
+    async def previous_page(
+        self, interaction: discord.Interaction, button: discord.ui.Button[Paginator]
+    ) -> None:
+        await self._show(interaction, -1)
+
+    @discord.ui.button(label="1/1", style=discord.ButtonStyle.secondary, disabled=True)
+    async def counter(self, interaction: discord.Interaction, button: discord.ui.Button[Paginator]) -> None:
+        """Only a label: it is always disabled, so Discord never sends a click for it."""
+
+    @discord.ui.button(label="▶", style=discord.ButtonStyle.secondary)
+    async def next_page(self, interaction: discord.Interaction, button: discord.ui.Button[Paginator]) -> None:
+        await self._show(interaction, 1)
+
+    async def on_timeout(self) -> None:
+        for item in self.children:
+            if isinstance(item, discord.ui.Button):
+                item.disabled = True
+        if self.last_interaction is not None:
+            # Greyed-out buttons are cosmetic: a message deleted meanwhile is no reason to log an error.
+            with contextlib.suppress(discord.HTTPException):
+                await self.last_interaction.edit_original_response(view=self)
+
+
+async def send_pages(
+    interaction: discord.Interaction, pages: Sequence[Page], *, ephemeral: bool = False
+) -> Paginator | None:
+    """Answer with the first page (as a follow-up when the interaction was deferred); buttons only when
+    there is more than one page. Returns the paginator, if any."""
+    if not pages:
+        raise ValueError("nothing to send")
+    view = Paginator(pages, author_id=interaction.user.id) if len(pages) > 1 else None
+    kwargs = pages[0].message_kwargs()
+    if view is not None:
+        kwargs["view"] = view
+        view.last_interaction = interaction
+    if interaction.response.is_done():
+        await interaction.followup.send(**kwargs, ephemeral=ephemeral, wait=True)
+    else:
+        await interaction.response.send_message(**kwargs, ephemeral=ephemeral)
+    return view

@@ -1,0 +1,1 @@
+"""Slash-command cogs, driven through the real client against the loopback Discord."""

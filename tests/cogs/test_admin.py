@@ -1,0 +1,92 @@
+"""/status through the real client against the loopback Discord and arXiv."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import discord as dpy
+
+from bot.clock import FakeClock
+from tests.cogs.test_follow import (
+    MEMBER,
+    RL,
+    OverwriteDiscord,
+    invoke,
+    plain_paper,
+    public_reply,
+    rl_paper,
+)
+from tests.fakes.arxiv_server import FakeArxiv
+from tests.fakes.discord_server import EPHEMERAL, MANAGE_GUILD
+from tests.harness import running_paperbot
+
+NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+
+
+def fields_of(response: dict[str, Any]) -> dict[str, str]:
+    assert response["type"] == 4 and response["data"]["flags"] & EPHEMERAL
+    [embed] = response["data"]["embeds"]
+    return {f["name"]: f["value"] for f in embed["fields"]}
+
+
+async def test_status_shows_polls_papers_posts_and_broken_follows(tmp_path: Path) -> None:
+    clock = FakeClock(NOW)
+    async with OverwriteDiscord() as discord, FakeArxiv() as arxiv:
+        guild = discord.add_guild("Lab A")
+        papers = discord.add_text_channel(guild, "papers")
+        admin = discord.add_member(guild, "admin", permissions=MEMBER | MANAGE_GUILD)
+        guild_b = discord.add_guild("Lab B")
+        b_channel = discord.add_text_channel(guild_b, "general")
+        b_member = discord.add_member(guild_b, "someone", permissions=MEMBER)
+        arxiv.papers = [rl_paper(1, published=NOW - timedelta(days=1)), plain_paper(2)]
+        async with running_paperbot(tmp_path, discord, arxiv, clock=clock, poll_interval_minutes=30) as bot:
+
+            async def status(where: Any = papers, who: Any = admin, in_guild: Any = guild) -> dict[str, str]:
+                return fields_of(
+                    await (await invoke(discord, in_guild, where, who, "status")).wait_response()
+                )
+
+            fresh = await status()
+            assert "No poll has run yet" in fresh["arXiv polling"] and fresh["Papers stored"] == "0"
+
+            assert (await bot.ctx.ingestor().poll_once()).complete
+            await public_reply(await invoke(discord, guild, papers, admin, "follow", topic=RL))
+            arxiv.papers.append(rl_paper(3, published=NOW - timedelta(hours=2)))
+            await bot.ctx.ingestor().poll_once()
+            assert (await bot.worker.deliver_once()).sent == 1
+
+            healthy = await status()
+            [source] = await bot.ctx.store.sources.all()
+            assert source.last_success is not None
+            next_poll = dpy.utils.format_dt(source.last_success + timedelta(minutes=30), "R")
+            assert f"next poll {next_poll}" in healthy["arXiv polling"]
+            assert "⚠️" not in healthy["arXiv polling"]
+            assert healthy["Papers stored"] == "3"
+            assert healthy["Posts in this server"] == "0 queued · 1 sent · 0 failed"
+            assert healthy["Broken follows"] == "None."
+
+            discord.delete_channel(papers)
+            arxiv.papers.append(rl_paper(4, published=NOW - timedelta(hours=1)))
+            await bot.ctx.ingestor().poll_once()
+            assert (await bot.worker.deliver_once()).broken_channels == [papers.id]
+            arxiv.fail_next(500, count=50)
+            assert not (await bot.ctx.ingestor().poll_once()).complete
+            clock.advance(31 * 60)
+
+            # #papers is gone, so ask from another channel of the server
+            other = discord.add_text_channel(guild, "other")
+            troubled = await status(where=other)
+            polling = troubled["arXiv polling"]
+            assert "arxiv-api:" in polling and "next poll due now" in polling
+            assert "⚠️ 1 failed poll" in polling and "500" in polling
+            assert troubled["Posts in this server"] == "0 queued · 1 sent · 1 failed"
+            broken = troubled["Broken follows (1)"]
+            assert f"<#{papers.id}>" in broken and "404" in broken
+            assert "/follow again" in broken and "/unfollow" in broken
+
+            elsewhere = await status(where=b_channel, who=b_member, in_guild=guild_b)
+            assert elsewhere["Posts in this server"] == "0 queued · 0 sent · 0 failed"
+            assert "Broken follows (1)" not in elsewhere and elsewhere["Papers stored"] == "4"
+        assert discord.violations == []

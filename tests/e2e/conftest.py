@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+
+import pytest
+
+from bot.clock import FakeClock
+from tests.fakes.arxiv_server import FakeArxiv
+from tests.fakes.discord_server import FakeDiscord
+
+
+@pytest.fixture
+async def discord() -> AsyncIterator[FakeDiscord]:
+    async with FakeDiscord() as fake:
+        yield fake
+        assert fake.violations == [], fake.violations
+
+
+@pytest.fixture
+async def arxiv() -> AsyncIterator[FakeArxiv]:
+    async with FakeArxiv() as fake:
+        yield fake
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    # Tuesday 2026-11-24 21:00 UTC, an hour after an announcement.
+    return FakeClock(datetime(2026, 11, 24, 21, 0, tzinfo=UTC))

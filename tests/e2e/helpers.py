@@ -1,0 +1,52 @@
+"""Shared steps of the end-to-end scenarios."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from bot.app import PaperBot
+from bot.clock import FakeClock
+from bot.models import Paper
+from bot.store import Mode
+from tests.factories import make_paper
+
+RL_TITLES = [
+    "GRPO post-training makes small language models better at math",
+    "Verifiable rewards for reinforcement learning of LLM reasoning",
+    "RLHF without a reward model: preference optimisation at scale",
+    "On-policy RL fine-tuning of language models for code",
+    "Scaling reinforcement learning post-training for reasoning models",
+]
+OTHER_TITLES = [f"Graph colouring bounds for sparse random graphs, part {i}" for i in range(20)]
+
+
+def announced(clock: FakeClock, titles: list[str], start: int = 0) -> list[Paper]:
+    """Papers submitted in the hours before the clock's now, one per title."""
+    return [
+        make_paper(
+            start + i,
+            title=t,
+            abstract=f"{t}. We report results.",
+            published=clock.now() - timedelta(hours=1 + i),
+        )
+        for i, t in enumerate(titles)
+    ]
+
+
+async def follow(bot: PaperBot, guild_id: int, channel_id: int, topic: str, mode: Mode = "each") -> int:
+    row = await bot.ctx.store.topics.find(guild_id, topic)
+    assert row is not None, topic
+    await bot.ctx.store.follows.upsert(
+        guild_id=guild_id,
+        channel_id=channel_id,
+        topic_id=row.id,
+        mode=mode,
+        digest_hour=8,
+        created_by=None,
+        at=bot.ctx.clock.now(),
+    )
+    return row.id
+
+
+def embed_urls(messages: list[dict]) -> list[str]:
+    return [e.get("url") for m in messages for e in m.get("embeds") or []]

@@ -1,0 +1,135 @@
+"""Polls and posts through the real discord.py client against the loopback Discord and arXiv, with faults."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bot.clock import FakeClock
+from tests.e2e.helpers import OTHER_TITLES, RL_TITLES, announced, embed_urls, follow
+from tests.fakes.arxiv_server import FakeArxiv
+from tests.fakes.discord_server import FakeDiscord
+from tests.harness import running_paperbot
+
+
+async def test_poll_posts_exactly_the_matching_papers_once(
+    tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv, clock: FakeClock
+) -> None:
+    guild = discord.add_guild("Lab")
+    channel = discord.add_text_channel(guild, "papers")
+    async with running_paperbot(tmp_path, discord, arxiv, clock=clock) as bot:
+        await follow(bot, guild.id, channel.id, "RL Post-Training")
+        rl = announced(clock, RL_TITLES)
+        arxiv.papers = rl + announced(clock, OTHER_TITLES, start=100)
+        report = await bot.ctx.ingestor().poll_once()
+        assert report.complete and len(report.new) == 25
+        assert (await bot.worker.deliver_once()).sent == 5
+        assert (await bot.worker.deliver_once()).sent == 0
+        messages = discord.messages(channel.id)
+        assert sorted(embed_urls(messages)) == sorted(p.abs_url for p in rl)
+        assert all(m["embeds"][0]["footer"]["text"].startswith("Matched: RL Post-Training") for m in messages)
+        assert all(m.get("components") for m in messages)  # Abstract / PDF / HTML buttons
+
+
+async def test_one_post_names_both_followed_topics(
+    tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv, clock: FakeClock
+) -> None:
+    guild = discord.add_guild("Lab")
+    channel = discord.add_text_channel(guild, "papers")
+    async with running_paperbot(tmp_path, discord, arxiv, clock=clock) as bot:
+        await follow(bot, guild.id, channel.id, "RL Post-Training")
+        await follow(bot, guild.id, channel.id, "Group Relative Policy Optimization")
+        arxiv.papers = announced(clock, ["Group Relative Policy Optimization (GRPO) for LLM reasoning"])
+        await bot.ctx.ingestor().poll_once()
+        await bot.worker.deliver_once()
+        [message] = discord.messages(channel.id)
+        footer = message["embeds"][0]["footer"]["text"]
+        assert "Group Relative Policy Optimization" in footer and "RL Post-Training" in footer
+
+
+async def test_rate_limit_storms_and_server_errors_deliver_everything_once(
+    tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv, clock: FakeClock
+) -> None:
+    guild = discord.add_guild("Lab")
+    channel = discord.add_text_channel(guild, "papers")
+    async with running_paperbot(tmp_path, discord, arxiv, clock=clock) as bot:
+        await follow(bot, guild.id, channel.id, "RL Post-Training")
+        rl = announced(clock, RL_TITLES)
+        arxiv.papers = rl
+        await bot.ctx.ingestor().poll_once()
+        # Per-route then global 429s that discord.py rides out itself (4 < its 5 tries), then a longer storm.
+        discord.fail_next("POST /channels/{id}/messages", 429, count=2)
+        discord.fail_next("POST /channels/{id}/messages", 429, count=2, global_=True)
+        first = await bot.worker.deliver_once()
+        assert first.sent == 5
+        arxiv.papers += announced(clock, ["GRPO for agents", "RLVR for theorem proving"], start=50)
+        await bot.ctx.ingestor().poll_once()
+        discord.fail_next("POST /channels/{id}/messages", 429, count=5)
+        second = await bot.worker.deliver_once()
+        assert second.sent == 0 and second.retried == 1
+        discord.fail_next("POST /channels/{id}/messages", 503, count=1)  # discord.py does not retry a 503
+        clock.advance(3600)
+        third = await bot.worker.deliver_once()
+        assert third.retried == 1
+        clock.advance(3600)
+        assert (await bot.worker.deliver_once()).sent == 2
+        urls = embed_urls(discord.messages(channel.id))
+        assert len(urls) == len(set(urls)) == 7
+
+
+async def test_deleted_channel_marks_its_follow_broken_and_spares_the_others(
+    tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv, clock: FakeClock
+) -> None:
+    guild = discord.add_guild("Lab")
+    doomed = discord.add_text_channel(guild, "old-papers")
+    kept = discord.add_text_channel(guild, "papers")
+    async with running_paperbot(tmp_path, discord, arxiv, clock=clock) as bot:
+        await follow(bot, guild.id, doomed.id, "RL Post-Training")
+        await follow(bot, guild.id, kept.id, "RL Post-Training")
+        discord.delete_channel(doomed)
+        arxiv.papers = announced(clock, RL_TITLES)
+        await bot.ctx.ingestor().poll_once()
+        report = await bot.worker.deliver_once()
+        assert report.broken_channels == [doomed.id] and report.sent == 5
+        follows = {f.channel_id: f for f in await bot.ctx.store.follows.for_guild(guild.id)}
+        assert follows[doomed.id].broken and not follows[kept.id].broken
+        assert len(discord.messages(kept.id)) == 5
+
+
+async def test_forum_channel_gets_a_post_per_paper(
+    tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv, clock: FakeClock
+) -> None:
+    guild = discord.add_guild("Lab")
+    forum = discord.add_forum_channel(guild, "paper-forum")
+    async with running_paperbot(tmp_path, discord, arxiv, clock=clock) as bot:
+        await follow(bot, guild.id, forum.id, "RL Post-Training")
+        rl = announced(clock, RL_TITLES[:3])
+        arxiv.papers = rl
+        await bot.ctx.ingestor().poll_once()
+        assert (await bot.worker.deliver_once()).sent == 3
+        threads = discord.threads(forum.id)
+        assert sorted(t["name"] for t in threads) == sorted(p.title for p in rl)
+        assert sorted(t["message"]["embeds"][0]["url"] for t in threads) == sorted(p.abs_url for p in rl)
+
+
+async def test_arxiv_down_for_a_while_then_papers_arrive_once(
+    tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv, clock: FakeClock
+) -> None:
+    guild = discord.add_guild("Lab")
+    channel = discord.add_text_channel(guild, "papers")
+    async with running_paperbot(tmp_path, discord, arxiv, clock=clock) as bot:
+        await follow(bot, guild.id, channel.id, "RL Post-Training")
+        arxiv.papers = announced(clock, RL_TITLES)
+        arxiv.fail_next(503, count=12)  # more than one cycle's tries
+        down = await bot.ctx.ingestor().poll_once()
+        assert not down.complete and "did not answer" in (down.error or "")
+        status = await bot.ctx.store.sources.get(down.source)
+        assert status.consecutive_failures == 1
+        clock.advance(1800)
+        while arxiv.pending_faults():
+            await bot.ctx.ingestor().poll_once()
+            clock.advance(1800)
+        back = await bot.ctx.ingestor().poll_once()
+        assert back.complete
+        await bot.worker.deliver_once()
+        await bot.worker.deliver_once()
+        assert sorted(embed_urls(discord.messages(channel.id))) == sorted(p.abs_url for p in arxiv.papers)

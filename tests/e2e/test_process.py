@@ -1,0 +1,106 @@
+"""The bot as a real process (`python -m bot`) against the loopback Discord and arXiv: killed with SIGKILL in
+the middle of a delivery batch and started again, it posts every paper exactly once."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sqlite3
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from bot.clock import SystemClock
+from bot.store import Store
+from bot.topics.catalog import load_catalog
+from bot.topics.service import TopicService
+from tests.e2e.helpers import RL_TITLES, embed_urls
+from tests.factories import make_paper
+from tests.fakes.arxiv_server import FakeArxiv
+from tests.fakes.discord_server import FakeDiscord
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def sent(db: Path) -> int:
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        return conn.execute("SELECT COUNT(*) FROM deliveries WHERE status = 'sent'").fetchone()[0]
+
+
+async def start_bot(env: dict[str, str], log: Path) -> asyncio.subprocess.Process:
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("DISCORD_", "ARXIV_", "DATABASE_"))}
+    full.update(env, PYTHONPATH=str(REPO))
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bot",
+        env=full,
+        cwd=log.parent,
+        stdout=log.open("ab"),
+        stderr=asyncio.subprocess.STDOUT,
+    )
+
+
+async def test_sigkill_mid_batch_then_restart_posts_each_paper_once(
+    tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv
+) -> None:
+    guild = discord.add_guild("Lab")
+    channel = discord.add_text_channel(guild, "papers")
+    db = tmp_path / "paperwatch.sqlite3"
+    store = await Store.open(db, SystemClock())
+    topics = TopicService(store, store.clock)
+    await topics.start(load_catalog())
+    topic = await store.topics.find(guild.id, "RL Post-Training")
+    assert topic is not None
+    await store.follows.upsert(
+        guild_id=guild.id,
+        channel_id=channel.id,
+        topic_id=topic.id,
+        mode="each",
+        digest_hour=8,
+        created_by=None,
+        at=datetime.now(UTC) - timedelta(minutes=1),
+    )
+    await store.close()
+
+    now = datetime.now(UTC)
+    titles = [f"{t} ({i})" for i in range(3) for t in RL_TITLES][:12]
+    papers = [make_paper(i, title=t, published=now - timedelta(minutes=10 + i)) for i, t in enumerate(titles)]
+    arxiv.papers = papers
+    discord.set_rate_limit(
+        per_channel=(2, 1.0), global_per_second=None
+    )  # slow posting: a batch takes seconds
+    env = {
+        "DISCORD_TOKEN": discord.token,
+        "DISCORD_API_BASE": discord.api_base,
+        "DISCORD_GATEWAY_URL": discord.gateway_url,
+        "DATABASE_PATH": str(db),
+        "ARXIV_API_URL": arxiv.url,
+        "ARXIV_MIN_INTERVAL_SECONDS": "0",
+        "ARXIV_CATEGORIES": "cs.LG cs.AI",
+        "POSTS_PER_CHANNEL_PER_CYCLE": "50",
+        "DELIVER_INTERVAL_SECONDS": "5",
+        "LOG_LEVEL": "INFO",
+    }
+    log = tmp_path / "bot.log"
+    first = await start_bot(env, log)
+    try:
+        await discord.wait_for(lambda: len(discord.messages(channel.id)) >= 4, timeout=60)
+    finally:
+        first.send_signal(signal.SIGKILL)
+        await first.wait()
+    assert len(discord.messages(channel.id)) < len(papers), "the batch finished before the kill"
+
+    second = await start_bot(env, log)
+    try:
+        await discord.wait_for(lambda: len(discord.messages(channel.id)) >= len(papers), timeout=90)
+    finally:
+        # A clean stop lets the post in flight finish and be recorded.
+        second.send_signal(signal.SIGTERM)
+        code = await asyncio.wait_for(second.wait(), timeout=30)
+    assert sent(db) == len(papers)
+    urls = embed_urls(discord.messages(channel.id))
+    assert sorted(urls) == sorted(p.abs_url for p in papers), log.read_text()[-3000:]
+    assert code in (0, -signal.SIGTERM)
+    assert discord.token not in log.read_text()  # the token is never logged
