@@ -62,12 +62,12 @@ async def main() -> None:
     store = await build(OUT / f"history-{args.papers}.sqlite3", args.papers, clock)
     words = Corpus(seed=11).words
     # A topic as selective as a real one (~0.3-1% of papers): two mid-frequency words, or a rarer phrase.
-    text = f'({words[150]} AND {words[300]}) OR ({words[200]} AND {words[250]}) OR ti:"{words[40]} {words[41]}"'
+    text = f'({words[150]} AND {words[300]}) OR ({words[200]} AND {words[400]}) OR ti:"{words[40]} {words[41]}"'
     query = parse_query(text)
     service = TopicService(store, clock)
 
     began = time.perf_counter()
-    row, matched = await service.save_custom(1, "Bench topic", text)
+    row, matched = await service.save_custom(1, f"Bench topic {time.time_ns()}", text)  # new on every run
     indexed = time.perf_counter() - began
 
     # Evaluating the query on every paper, timed on a sample and scaled to the whole history.
@@ -82,6 +82,10 @@ async def main() -> None:
             break
     brute = (time.perf_counter() - began) * args.papers / seen
 
+    await store.db.execute("DELETE FROM category_day_counts")  # measure the first call with nothing cached
+    began = time.perf_counter()
+    await topic_momentum(store, row, now=clock.now(), watched=CATEGORIES)
+    cold = (time.perf_counter() - began) * 1000
     timings = []
     for _ in range(args.runs):
         began = time.perf_counter()
@@ -102,7 +106,7 @@ async def main() -> None:
     )
     print(
         f"| /momentum queries (counts, share, 12-week series), {args.runs} calls | p50 {statistics.median(timings):.1f} ms, "
-        f"p95 {p95:.1f} ms | goal p95 < 50 ms |"
+        f"p95 {p95:.1f} ms | first call of the day, counting the days not cached yet: {cold:.0f} ms |"
     )
 
 

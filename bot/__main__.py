@@ -231,6 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             format="%(asctime)s %(levelname)s %(name)s: %(message)s",
             stream=sys.stderr,
         )
+        logging.getLogger("apscheduler").setLevel(logging.WARNING)  # a line per job run is noise
         match args.command:
             case None | "run":
                 return cmd_run(settings)

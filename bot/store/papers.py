@@ -11,6 +11,7 @@ import aiosqlite
 from bot.models import Author, Paper, UpsertResult
 from bot.store.database import Database
 
+DAY = 86_400
 _CHUNK = 500  # SQLite's default limit on host parameters is 32766; stay well below it per IN (...)
 
 _COLUMNS = (
@@ -164,11 +165,43 @@ class PaperRepo:
         return [paper_from_row(r) for r in rows]
 
     async def count_in_categories(self, categories: Sequence[str], start: datetime, end: datetime) -> int:
-        """Distinct papers of any of the categories submitted (v1) in [start, end)."""
+        """Distinct papers of any of the categories submitted (v1) in [start, end). Whole-day windows (as
+        momentum's are) add up per-day counts kept in category_day_counts; other windows count directly."""
+        cats = sorted(set(categories))
+        lo, hi = to_ts(start), to_ts(end)
+        if lo % DAY or hi % DAY:
+            return await self._count_distinct(cats, lo, hi)
+        key, first, last = " ".join(cats), lo // DAY, hi // DAY
+        rows = await self.db.fetchall(
+            "SELECT day, papers FROM category_day_counts WHERE categories = ? AND day >= ? AND day < ?",
+            (key, first, last),
+        )
+        known = {r[0]: r[1] for r in rows}
+        missing = [d for d in range(first, last) if d not in known]
+        if missing:
+            # Counted and cached in one write transaction, so a paper stored meanwhile cannot be missed by both.
+            async with self.db.transaction() as conn:
+                counted = dict.fromkeys(missing, 0)
+                placeholders = ",".join("?" * len(cats))
+                for day, papers in await self.db.fetchall(
+                    "SELECT published / 86400 AS day, COUNT(DISTINCT paper_pk) FROM paper_categories"
+                    f" WHERE category IN ({placeholders}) AND published >= ? AND published < ? GROUP BY day",
+                    (*cats, missing[0] * DAY, (missing[-1] + 1) * DAY),
+                ):
+                    if day in counted:
+                        counted[day] = papers
+                await conn.executemany(
+                    "INSERT OR REPLACE INTO category_day_counts (categories, day, papers) VALUES (?, ?, ?)",
+                    [(key, day, papers) for day, papers in counted.items()],
+                )
+            known.update(counted)
+        return sum(known.values())
+
+    async def _count_distinct(self, categories: Sequence[str], lo: int, hi: int) -> int:
         row = await self.db.fetchone(
             "SELECT COUNT(DISTINCT paper_pk) FROM paper_categories "
             f"WHERE category IN ({','.join('?' * len(categories))}) AND published >= ? AND published < ?",
-            (*categories, to_ts(start), to_ts(end)),
+            (*categories, lo, hi),
         )
         return int(row[0]) if row else 0
 

@@ -35,7 +35,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
-from itertools import product
+from itertools import chain, product
 from typing import TYPE_CHECKING, ClassVar
 
 from luqum import tree as lq
@@ -160,6 +160,13 @@ def word_forms(word: str) -> frozenset[str]:
         if n >= 5 and word.endswith("es") and word[:-2].endswith(_ES_STEMS):
             forms.add(word[:-2])
     return frozenset(forms)
+
+
+def _all_forms(words: Iterable[str]) -> frozenset[str]:
+    """The union of `word_forms` over words, fast: only words ending in "s" have forms besides themselves."""
+    unique = frozenset(words)
+    plural_like = [w for w in unique if w[-1:] == "s"]
+    return unique.union(*map(word_forms, plural_like)) if plural_like else unique
 
 
 def plurals_of(form: str) -> set[str]:
@@ -495,7 +502,7 @@ class FieldText:
     never run from the title into the abstract, or from one author's name into the next.
     """
 
-    __slots__ = ("_sorted", "forms", "parts", "positions", "tokens", "words")
+    __slots__ = ("_forms", "_positions", "_sorted", "_words", "form_set", "parts", "tokens")
 
     def __init__(self, parts: Sequence[tuple[str, ...]]) -> None:
         self.parts = tuple(parts)
@@ -505,15 +512,42 @@ class FieldText:
                 tokens.append(_GAP)
             tokens.extend(part)
         self.tokens = tuple(tokens)
-        self.forms: tuple[frozenset[str], ...] = tuple(word_forms(t) for t in self.tokens)
-        positions: dict[str, list[int]] = {}
-        for i, forms in enumerate(self.forms):
-            for form in forms:
-                positions.setdefault(form, []).append(i)
-        positions.pop(_GAP, None)
-        self.positions = positions
-        self.words = frozenset(tokens) - {_GAP}
+        # This runs for every candidate paper when a topic scans the history: only what a single-word test
+        # needs is built here (with C-level map/chain); phrases and prefixes build their tables on first use.
+        self.form_set = _all_forms(chain.from_iterable(self.parts))
+        self._forms: tuple[frozenset[str], ...] | None = None
+        self._words: frozenset[str] | None = None
+        self._positions: dict[str, list[int]] | None = None
         self._sorted: list[str] | None = None
+
+    @property
+    def forms(self) -> tuple[frozenset[str], ...]:
+        """Each token's forms, by position (for phrases)."""
+        if self._forms is None:
+            self._forms = tuple(map(word_forms, self.tokens))
+        return self._forms
+
+    @property
+    def words(self) -> frozenset[str]:
+        if self._words is None:
+            self._words = frozenset(self.tokens) - {_GAP}
+        return self._words
+
+    @property
+    def positions(self) -> dict[str, list[int]]:
+        """form -> token indexes; only phrases need it, so it is built on first use."""
+        if self._positions is None:
+            positions: dict[str, list[int]] = {}
+            for i, forms in enumerate(self.forms):
+                for form in forms:
+                    found = positions.get(form)
+                    if found is None:
+                        positions[form] = [i]
+                    else:
+                        found.append(i)
+            positions.pop(_GAP, None)
+            self._positions = positions
+        return self._positions
 
     def has_prefix(self, prefix: str) -> bool:
         if self._sorted is None:
@@ -522,29 +556,51 @@ class FieldText:
         return i < len(self._sorted) and self._sorted[i].startswith(prefix)
 
 
+class _LazyFields(dict[str, FieldText]):
+    """A field's words are built on first use: most queries read one or two of the six fields."""
+
+    __slots__ = ("_parts",)
+
+    def __init__(self, parts: dict[str, list[tuple[str, ...]]]) -> None:
+        super().__init__()
+        self._parts = parts
+
+    def __missing__(self, name: str) -> FieldText:
+        built = self[name] = FieldText(self._parts[name])
+        return built
+
+
 class PaperText:
     """Normalised words of a paper, built once (see `of`) and reused across thousands of topics."""
 
-    __slots__ = ("arxiv_id", "categories", "fields", "keys")
+    __slots__ = ("_keys", "arxiv_id", "categories", "fields")
 
     def __init__(self, paper: Paper) -> None:
         title, abstract = tuple(fold_words(paper.title)), tuple(fold_words(paper.abstract))
         authors = [tuple(fold_words(a.name)) for a in paper.authors]
         comment, journal = tuple(fold_words(paper.comment or "")), tuple(fold_words(paper.journal_ref or ""))
-        self.fields: dict[str, FieldText] = {
-            "ti": FieldText([title]),
-            "abs": FieldText([abstract]),
-            "au": FieldText(authors),
-            "co": FieldText([comment]),
-            "jr": FieldText([journal]),
-            "all": FieldText([title, abstract, *authors]),
-        }
+        self.fields = _LazyFields(
+            {
+                "ti": [title],
+                "abs": [abstract],
+                "au": authors,
+                "co": [comment],
+                "jr": [journal],
+                "all": [title, abstract, *authors],
+            }
+        )
         self.arxiv_id = paper.arxiv_id.casefold()
         self.categories = frozenset(c.casefold() for c in (paper.primary_category, *paper.categories))
-        words = set().union(*(f.positions for f in self.fields.values()))
-        self.keys: frozenset[str] = frozenset(
-            {*words, *(f"cat:{c}" for c in self.categories), f"id:{self.arxiv_id}"}
-        )
+        self._keys: frozenset[str] | None = None
+
+    @property
+    def keys(self) -> frozenset[str]:
+        """Every word form, `cat:<category>` and `id:<id>` of the paper (the matcher's index keys)."""
+        if self._keys is None:
+            # "all" holds the title, abstract and authors; comment and journal ref are fields of their own.
+            words = set().union(*(self.fields[f].form_set for f in ("all", "co", "jr")))
+            self._keys = frozenset({*words, *(f"cat:{c}" for c in self.categories), f"id:{self.arxiv_id}"})
+        return self._keys
 
     @staticmethod
     def of(paper: Paper) -> PaperText:
@@ -688,9 +744,9 @@ class TextTerm(Node):
             return lambda paper: paper.fields[scope].has_prefix(first.text)
         if len(first.forms) == 1:
             (form,) = first.forms
-            return lambda paper: form in paper.fields[scope].positions
+            return lambda paper: form in paper.fields[scope].form_set
         forms = first.forms
-        return lambda paper: not paper.fields[scope].positions.keys().isdisjoint(forms)
+        return lambda paper: not paper.fields[scope].form_set.isdisjoint(forms)
 
     def _compile_phrase(self) -> Predicate:
         scope, size = self.scope, len(self.words)
@@ -700,9 +756,9 @@ class TextTerm(Node):
 
         def phrase(paper: PaperText) -> bool:
             text = paper.fields[scope]
-            positions = text.positions
-            if any(positions.keys().isdisjoint(forms) for forms in required):
+            if any(text.form_set.isdisjoint(forms) for forms in required):
                 return False
+            positions = text.positions
             last = len(text.tokens) - size
             for form in starts:
                 for i in positions.get(form, ()):

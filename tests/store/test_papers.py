@@ -49,12 +49,16 @@ async def test_older_or_same_version_changes_nothing(store: Store, clock: FakeCl
 
 
 async def test_fts_follows_inserts_and_updates(store: Store, clock: FakeClock) -> None:
-    await store.papers.upsert([make_paper(1, title="Speculative decoding with draft models")], seen_at=clock.now())
+    await store.papers.upsert(
+        [make_paper(1, title="Speculative decoding with draft models")], seen_at=clock.now()
+    )
     await store.papers.upsert(
         [make_paper(1, version=2, title="Medusa heads for faster inference")], seen_at=clock.now()
     )
     hits = await store.db.fetchall("SELECT rowid FROM papers_fts WHERE papers_fts MATCH ?", ('"medusa"',))
-    stale = await store.db.fetchall("SELECT rowid FROM papers_fts WHERE papers_fts MATCH ?", ('"speculative"',))
+    stale = await store.db.fetchall(
+        "SELECT rowid FROM papers_fts WHERE papers_fts MATCH ?", ('"speculative"',)
+    )
     assert len(hits) == 1 and stale == []
 
 
@@ -92,7 +96,9 @@ async def test_migrations_are_recorded_and_not_reapplied(tmp_path: Path, clock: 
 
 
 async def test_weekly_counts(store: Store, clock: FakeClock) -> None:
-    papers = [make_paper(i, published=BASE_TIME - timedelta(days=i), categories=("cs.LG",)) for i in range(14)]
+    papers = [
+        make_paper(i, published=BASE_TIME - timedelta(days=i), categories=("cs.LG",)) for i in range(14)
+    ]
     await store.papers.upsert(papers, seen_at=clock.now())
     weeks = await store.papers.weekly_category_counts(BASE_TIME - timedelta(days=30))
     assert sum(n for _, _, n in weeks) == 14
@@ -106,7 +112,49 @@ async def test_new_version_never_moves_submission_date_later(store: Store, clock
     await store.papers.upsert([v1], seen_at=clock.now())
     # An RSS "replace" item knows only its announcement date.
     announced = v1.published + timedelta(days=9)
-    await store.papers.upsert([make_paper(1, version=2, published=announced, updated=announced)], seen_at=clock.now())
+    await store.papers.upsert(
+        [make_paper(1, version=2, published=announced, updated=announced)], seen_at=clock.now()
+    )
     stored = await store.papers.get(v1.arxiv_id)
     assert stored is not None and stored.version == 2
     assert stored.published == v1.published
+
+
+async def test_day_counts_cache_follows_every_change(store: Store, clock: FakeClock) -> None:
+    midnight = BASE_TIME.replace(hour=0, minute=0)
+    window = (midnight - timedelta(days=7), midnight + timedelta(days=1))
+    papers = [
+        make_paper(i, published=midnight - timedelta(hours=5 * i), categories=("cs.LG",)) for i in range(20)
+    ]
+    await store.papers.upsert(papers, seen_at=clock.now())
+
+    async def both() -> tuple[int, int]:
+        cached = await store.papers.count_in_categories(["cs.LG", "cs.AI"], *window)
+        direct = await store.papers._count_distinct(
+            ["cs.AI", "cs.LG"], int(window[0].timestamp()), int(window[1].timestamp())
+        )
+        return cached, direct
+
+    assert await both() == (20, 20)
+    assert await both() == (20, 20)  # now from the cache
+    # a late paper for a day already counted
+    late = make_paper(100, published=midnight - timedelta(hours=5), categories=("cs.AI",))
+    await store.papers.upsert([late], seen_at=clock.now())
+    assert await both() == (21, 21)
+    # a new version crossing into cs.AI changes nothing; one leaving both categories does
+    await store.papers.upsert(
+        [make_paper(3, version=2, categories=("cs.LG", "cs.AI"), published=papers[3].published)],
+        seen_at=clock.now(),
+    )
+    assert await both() == (21, 21)
+    await store.papers.upsert(
+        [make_paper(4, version=2, categories=("math.CO",), published=papers[4].published)],
+        seen_at=clock.now(),
+    )
+    assert await both() == (20, 20)
+    assert await store.papers.count_in_categories(["math.CO"], *window) == 1
+    # a window that does not start at midnight is counted directly
+    assert (
+        await store.papers.count_in_categories(["cs.LG", "cs.AI"], window[0] + timedelta(hours=1), window[1])
+        == 20
+    )

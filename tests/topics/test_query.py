@@ -379,3 +379,10 @@ def test_a_matching_paper_always_holds_one_of_the_index_keys(text: str, paper: P
     keys = query.index_keys()
     if keys is not None and query.matches(paper):
         assert keys & PaperText.of(paper).keys
+
+
+@given(st.lists(st.text(alphabet="abcehisxyz", max_size=8), max_size=30))
+def test_all_forms_is_the_union_of_each_words_forms(words: list[str]) -> None:
+    from bot.topics.query import _all_forms, word_forms
+
+    assert _all_forms(words) == frozenset().union(*map(word_forms, words))
