@@ -9,6 +9,7 @@ access removed) marks its follows broken instead of being retried forever.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 from collections import Counter
@@ -104,6 +105,7 @@ class DeliveryWorker:
         backoff: float = 30.0,
         digest_cards: int = 10,
         console: bool = False,
+        channel_concurrency: int = 50,
     ) -> None:
         self.store = store
         self.poster = poster
@@ -113,6 +115,7 @@ class DeliveryWorker:
         self.backoff = backoff
         self.digest_cards = digest_cards
         self.console = console  # serve the terminal's follows instead of Discord's
+        self.channel_concurrency = channel_concurrency
         self.stopping = False  # set on shutdown: the post in flight finishes, the rest stays queued
 
     async def recover_in_flight(self) -> int:
@@ -138,13 +141,18 @@ class DeliveryWorker:
         return recovered
 
     async def deliver_once(self) -> DeliveryReport:
+        """One round: channels in parallel (Discord rate-limits each channel on its own), each channel's posts
+        in announcement order, one at a time."""
         report = DeliveryReport()
-        for channel_id in await self.store.deliveries.channels_due(
-            "each", self.clock.now(), console=self.console
-        ):
-            if self.stopping:
-                break
-            await self._deliver_channel(channel_id, report)
+        gate = asyncio.Semaphore(self.channel_concurrency)
+
+        async def one_channel(channel_id: int) -> None:
+            async with gate:
+                if not self.stopping:
+                    await self._deliver_channel(channel_id, report)
+
+        channels = await self.store.deliveries.channels_due("each", self.clock.now(), console=self.console)
+        await asyncio.gather(*(one_channel(c) for c in channels))
         return report
 
     async def _deliver_channel(self, channel_id: int, report: DeliveryReport) -> None:
