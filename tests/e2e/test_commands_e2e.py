@@ -1,0 +1,82 @@
+"""Whole loops driven by slash commands through the real client: follow, poll, post; a gateway drop in the
+middle; hostile paper text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bot.clock import FakeClock
+from tests.e2e.helpers import OTHER_TITLES, RL_TITLES, announced, embed_urls
+from tests.fakes.arxiv_server import FakeArxiv
+from tests.fakes.discord_server import ALL_PERMISSIONS, FakeDiscord
+from tests.harness import running_paperbot
+
+
+async def test_follow_then_a_poll_posts_the_five_matches_once(
+    tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv, clock: FakeClock
+) -> None:
+    guild = discord.add_guild("Lab")
+    channel = discord.add_text_channel(guild, "papers")
+    admin = discord.add_member(guild, "ada", permissions=ALL_PERMISSIONS)
+    async with running_paperbot(tmp_path, discord, arxiv, clock=clock) as bot:
+        older = announced(clock, ["GRPO for theorem proving, an early study"], start=500)
+        arxiv.papers = older
+        await bot.ctx.ingestor().poll_once()  # history before the follow: shown in the preview, never posted
+        follow = await discord.invoke(
+            guild, channel, admin, "follow", [{"name": "topic", "value": "RL Post-Training"}]
+        )
+        await follow.wait_original(lambda m: "RL Post-Training" in (m.get("content") or ""))
+        preview = follow.original["content"]
+        assert "GRPO for theorem proving" in preview and "papers in the last four weeks" in preview
+
+        clock.advance(3600)
+        rl = announced(clock, RL_TITLES)
+        arxiv.papers += rl + announced(clock, OTHER_TITLES, start=100)
+        report = await bot.ctx.ingestor().poll_once()
+        assert len(report.new) == 25
+        await bot.worker.deliver_once()
+        await bot.worker.deliver_once()
+        assert sorted(embed_urls(discord.messages(channel.id))) == sorted(p.abs_url for p in rl)
+
+
+async def test_gateway_dropped_mid_run_resumes_and_commands_still_work(
+    tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv, clock: FakeClock
+) -> None:
+    guild = discord.add_guild("Lab")
+    channel = discord.add_text_channel(guild, "papers")
+    admin = discord.add_member(guild, "ada", permissions=ALL_PERMISSIONS)
+    async with running_paperbot(tmp_path, discord, arxiv, clock=clock):
+        first = await discord.invoke(guild, channel, admin, "topics")
+        await first.wait_response()
+        await discord.close_gateway(4000)
+        await discord.wait_for(lambda: discord.resume_count >= 1, timeout=20)
+        second = await discord.invoke(guild, channel, admin, "status")
+        await second.wait_response()
+        assert second.responses and discord.identify_count == 1
+
+
+async def test_hostile_titles_are_posted_safely(
+    tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv, clock: FakeClock
+) -> None:
+    guild = discord.add_guild("Lab")
+    channel = discord.add_text_channel(guild, "papers")
+    admin = discord.add_member(guild, "ada", permissions=ALL_PERMISSIONS)
+    async with running_paperbot(tmp_path, discord, arxiv, clock=clock) as bot:
+        follow = await discord.invoke(
+            guild, channel, admin, "follow", [{"name": "topic", "value": "RL Post-Training"}]
+        )
+        await follow.wait_original(lambda m: bool(m.get("content")))
+        arxiv.papers = announced(
+            clock,
+            [
+                "@everyone GRPO post-training **now** <@123> with $4\\times$ fewer `tokens` and {\\sim}15% gain"
+            ],
+        )
+        await bot.ctx.ingestor().poll_once()
+        await bot.worker.deliver_once()
+        [message] = discord.messages(channel.id)
+        [request] = discord.requests_to("POST", "/channels/{id}/messages")
+        assert request.json["allowed_mentions"] == {"parse": []}
+        title = message["embeds"][0]["title"]
+        assert "@everyone" not in title and "<@123>" not in title
+        assert "4×" in title and "~15%" in title
