@@ -3,6 +3,7 @@ else gets a generic one and a logged traceback with the guild and command."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 
 import discord
@@ -55,9 +56,14 @@ async def on_app_command_error(interaction: discord.Interaction, error: app_comm
 async def reply(interaction: discord.Interaction, text: str) -> None:
     """An ephemeral answer, whether or not the interaction was answered or deferred already."""
     try:
-        if interaction.response.is_done():
-            await interaction.followup.send(text, ephemeral=True)
-        else:
+        if not interaction.response.is_done():
             await interaction.response.send_message(text, ephemeral=True)
+            return
+        if interaction.response.type is discord.InteractionResponseType.deferred_channel_message:
+            # The first follow-up would fill the "thinking" message, public if the deferral was: remove it, so
+            # the error reaches only the person who asked.
+            with contextlib.suppress(discord.HTTPException):
+                await interaction.delete_original_response()
+        await interaction.followup.send(text, ephemeral=True)
     except discord.HTTPException:
         log.warning("could not tell the user about an error (interaction %s)", interaction.id)

@@ -282,7 +282,10 @@ async def test_paper_with_an_invalid_id_gives_an_example(server: Server) -> None
 @module_loop
 async def test_paper_missing_on_arxiv_says_so(server: Server, env: Env) -> None:
     env.arxiv.papers = []
-    reply = await answer(await server.run("paper", id="2611.99999"))
+    interaction = await server.run("paper", id="2611.99999")
+    [reply] = await interaction.wait_followups(1)
+    # the public "thinking" message is removed, and the error goes to the asker alone
+    assert reply["flags"] & EPHEMERAL and interaction.original is None
     assert "arXiv has no paper 2611.99999" in reply["content"]
     no_violations(env)
 
