@@ -21,7 +21,10 @@ class Scheduler:
         self.ctx = ctx
         self.worker = worker
         self._scheduler = AsyncIOScheduler(timezone="UTC")
-        self._work = asyncio.Lock()  # one job at a time: a poll, a delivery round or a digest
+        # Polls and posts run side by side (a poll retrying a slow arXiv must not hold posts back); each kind
+        # runs one at a time.
+        self._polling = asyncio.Lock()
+        self._posting = asyncio.Lock()
         self._recovered = False
 
     def start(self) -> None:
@@ -42,13 +45,13 @@ class Scheduler:
         self._scheduler.start()
 
     async def poll(self) -> None:
-        async with self._work:
+        async with self._polling:
             report = await self.ctx.ingestor().poll_once()
             log.info("%s", report.summary())
         await self.deliver()
 
     async def deliver(self) -> None:
-        async with self._work:
+        async with self._posting:
             if not self._recovered:
                 recovered = await self.worker.recover_in_flight()
                 self._recovered = True
@@ -59,14 +62,15 @@ class Scheduler:
                 log.info("delivery: %s", report)
 
     async def digests(self) -> None:
-        async with self._work:
+        async with self._posting:
             await self.worker.deliver_digests(self.ctx.clock.now().hour)
 
     async def stop(self) -> None:
-        """Stop scheduling; the post in flight finishes, everything else stays queued for the next start."""
+        """Stop scheduling; the post in flight finishes, everything else stays queued for the next start. A poll
+        in progress is cancelled: its current page's transaction rolls back, and the next start walks it again."""
         self.worker.stopping = True
         if not self._scheduler.running:
             return
-        self._scheduler.pause()  # no new runs; shutting down now would cancel the running job mid-post
-        async with self._work:
+        self._scheduler.pause()  # no new runs; shutting down now would cancel a post mid-flight
+        async with self._posting:
             self._scheduler.shutdown(wait=False)

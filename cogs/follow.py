@@ -267,7 +267,8 @@ def topics_embed(guild_name: str, follows: Sequence[Follow]) -> discord.Embed:
         description=fit_lines([follow_line(f) for f in follows], DESCRIPTION_LIMIT),
     )
     broken = sum(f.broken for f in follows)
-    footer = f"{len(follows)} follows" + (f" · {broken} broken (see /status)" if broken else "")
+    count = f"{len(follows)} follow" + ("" if len(follows) == 1 else "s")
+    footer = count + (f" · {broken} broken (see /status)" if broken else "")
     return embed.set_footer(text=footer)
 
 
