@@ -165,10 +165,12 @@ async def cmd_match(settings: Settings, text: str, since: datetime | None, limit
     query = parse_query(text)
     async with open_context(settings) as ctx:
         found: list[Paper] = []
-        async for batch in ctx.store.topics.candidates(
-            query.to_fts5(), categories=sorted(query.categories()), since=since
-        ):
-            found += [p for p in batch if query.matches(p)]
+        categories = await ctx.topics.stored_categories(query)
+        if categories is not None:
+            async for batch in ctx.store.topics.candidates(
+                query.to_fts5(), categories=categories, since=since
+            ):
+                found += [p for p in batch if query.matches(p)]
     found.sort(key=lambda p: p.published, reverse=True)
     weeks = Counter(week_start(p.published).date() for p in found)
     scope = f" since {since:%Y-%m-%d}" if since else ""

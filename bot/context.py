@@ -50,7 +50,7 @@ class AppContext:
             now=self.clock.now(),
             watched=self.settings.arxiv_categories,
             weeks=weeks,
-            topic_categories=sorted(self.topics.query(topic.id).categories()),
+            topic_categories=await self.topics.stored_categories(self.topics.query(topic.id)) or (),
         )
 
     def ingestor(self) -> Ingestor:

@@ -230,8 +230,17 @@ class HistoryCog(commands.Cog):
         since_at = parse_since(since)
         row = await resolve_topic(bot, guild_id_of(interaction), topic) if topic is not None else None
         await interaction.response.defer(thinking=True)
-        hits = await bot.ctx.store.search.ranked(
-            parsed.to_fts5(), topic_id=row.id if row else None, since=since_at, limit=SEARCH_CANDIDATES
+        categories = await bot.ctx.topics.stored_categories(parsed)
+        hits = (
+            await bot.ctx.store.search.ranked(
+                parsed.to_fts5(),
+                topic_id=row.id if row else None,
+                categories=categories,
+                since=since_at,
+                limit=SEARCH_CANDIDATES,
+            )
+            if categories is not None  # None: a category no stored paper has, so nothing can match
+            else []
         )
         confirmed: list[SearchHit] = []
         for hit in hits:  # FTS5 is a prefilter: the query's own evaluator decides

@@ -205,6 +205,18 @@ class PaperRepo:
         )
         return int(row[0]) if row else 0
 
+    async def category_names(self) -> list[str]:
+        """Every category a stored paper has. A loose index scan (one index seek per category): a DISTINCT
+        would read all of paper_categories, a second per million papers."""
+        names: list[str] = []
+        row = await self.db.fetchone("SELECT MIN(category) FROM paper_categories")
+        while row is not None and row[0] is not None:
+            names.append(row[0])
+            row = await self.db.fetchone(
+                "SELECT MIN(category) FROM paper_categories WHERE category > ?", (row[0],)
+            )
+        return names
+
     async def weekly_category_counts(self, since: datetime) -> list[tuple[str, str, int]]:
         """(week start as YYYY-MM-DD, Monday-based, UTC; category; papers) for papers submitted since `since`."""
         rows = await self.db.fetchall(

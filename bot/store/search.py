@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -25,7 +26,13 @@ class SearchRepo:
         self.db = db
 
     async def ranked(
-        self, fts: str | None, *, topic_id: int | None = None, since: datetime | None = None, limit: int = 200
+        self,
+        fts: str | None,
+        *,
+        topic_id: int | None = None,
+        categories: Sequence[str] = (),
+        since: datetime | None = None,
+        limit: int = 200,
     ) -> list[SearchHit]:
         """Best matches first (newest first when there is no text to rank by). Callers confirm each hit
         with the query's exact evaluator: FTS5 is a prefilter that may return a little more."""
@@ -33,6 +40,11 @@ class SearchRepo:
         if topic_id is not None:
             clauses.append("p.pk IN (SELECT paper_pk FROM topic_matches WHERE topic_id = ?)")
             params.append(topic_id)
+        if categories:
+            clauses.append(
+                f"p.pk IN (SELECT paper_pk FROM paper_categories WHERE category IN ({','.join('?' * len(categories))}))"
+            )
+            params.extend(categories)
         if since is not None:
             clauses.append("p.published >= ?")
             params.append(to_ts(since))

@@ -721,6 +721,10 @@ class Node:
         """Index keys of which every matching paper holds at least one; None when there are none."""
         raise NotImplementedError
 
+    def required_categories(self) -> frozenset[str] | None:
+        """Categories (casefolded) of which every matching paper has at least one; None = no such bound."""
+        return None
+
     def walk(self) -> Iterator[Node]:
         yield self
 
@@ -881,6 +885,9 @@ class CategoryTerm(Node):
     def keys(self) -> frozenset[str] | None:
         return None if self.prefix else frozenset({f"cat:{self.category}"})
 
+    def required_categories(self) -> frozenset[str] | None:
+        return None if self.prefix else frozenset({self.category})
+
 
 @dataclass(frozen=True, eq=False)
 class IdTerm(Node):
@@ -965,6 +972,11 @@ class And(Node):
         options = [k for c in self.children if (k := c.keys()) is not None]
         return min(options, key=_key_cost) if options else None
 
+    def required_categories(self) -> frozenset[str] | None:
+        # every positive part binds the match: the narrowest bound is the most useful (a Not part has none)
+        options = [r for c in self.children if (r := c.required_categories()) is not None]
+        return min(options, key=len) if options else None
+
     def walk(self) -> Iterator[Node]:
         yield self
         for c in self.children:
@@ -999,6 +1011,16 @@ class Or(Node):
             if k is None:
                 return None
             union |= k
+        return frozenset(union)
+
+    def required_categories(self) -> frozenset[str] | None:
+        # a bound only when every branch has one: one free branch frees the whole OR
+        union: set[str] = set()
+        for c in self.children:
+            r = c.required_categories()
+            if r is None:
+                return None
+            union |= r
         return frozenset(union)
 
     def walk(self) -> Iterator[Node]:
@@ -1324,13 +1346,10 @@ class TopicQuery:
         return self._root.arxiv()
 
     def categories(self) -> frozenset[str]:
-        """Categories named by positive cat: terms, as typed (prefixes keep their '*')."""
-        negated = {id(n) for neg in self._root.walk() if isinstance(neg, Not) for n in neg.child.walk()}
-        return frozenset(
-            n.raw.strip('"')
-            for n in self._root.walk()
-            if isinstance(n, CategoryTerm) and id(n) not in negated
-        )
+        """Categories (casefolded) of which every matching paper has at least one: a filter for history scans
+        and the denominator of the topic's share. Empty when the query does not bind the category (`cat:cs.CL
+        OR ti:x`, a negated or a prefix cat: term)."""
+        return self._root.required_categories() or frozenset()
 
     def index_keys(self) -> frozenset[str] | None:
         """Keys (see PaperText.keys) of which every matching paper holds one; None = always evaluate."""

@@ -101,15 +101,25 @@ class TopicService:
 
     async def match_history(self, topic_id: int, query: TopicQuery, since: datetime | None = None) -> int:
         """Match every stored paper (FTS5 prefilter, then the exact evaluator); returns the matches added."""
+        categories = await self.stored_categories(query)
+        if categories is None:
+            return 0  # it needs a category no stored paper has
         added = 0
-        async for batch in self.store.topics.candidates(
-            query.to_fts5(), categories=sorted(query.categories()), since=since
-        ):
+        async for batch in self.store.topics.candidates(query.to_fts5(), categories=categories, since=since):
             with gc_paused():
                 hits = [(topic_id, p.arxiv_id) for p in batch if query.matches(PaperText(p))]
             added += await self.store.topics.add_matches(hits, self.clock.now())
         log.info("topic %d: %d papers of the history match", topic_id, added)
         return added
+
+    async def stored_categories(self, query: TopicQuery) -> list[str] | None:
+        """The stored spelling of the categories the query binds its matches to ([] when it binds none; None
+        when it needs categories no stored paper has). Queries are case-insensitive; stored names are not."""
+        wanted = query.categories()
+        if not wanted:
+            return []
+        found = [name for name in await self.store.papers.category_names() if name.casefold() in wanted]
+        return found or None
 
     async def on_stored(self, result: UpsertResult, papers: Sequence[Paper]) -> None:
         """Ingest hook, inside the page's transaction: match papers that are new or have a new version."""

@@ -340,10 +340,29 @@ def test_to_arxiv_reparses_to_the_same_meaning(text: str, corpus: list[Paper]) -
     assert [again.matches(p) for p in corpus] == [query.matches(p) for p in corpus]
 
 
-def test_categories_are_the_positive_cat_terms() -> None:
-    query = parse_query("(cat:cs.LG OR cat:stat.*) AND diffusion ANDNOT cat:cs.CV")
-    assert query.categories() == frozenset({"cs.LG", "stat.*"})
-    assert parse_query("diffusion").categories() == frozenset()
+@pytest.mark.parametrize(
+    ("text", "bound"),
+    [
+        ("(cat:cs.LG OR cat:stat.ML) AND diffusion ANDNOT cat:cs.CV", {"cs.lg", "stat.ml"}),
+        ("cat:CS.cl AND ti:parsing", {"cs.cl"}),
+        ("(cat:cs.CL AND ti:a) OR (cat:cs.RO AND ti:b)", {"cs.cl", "cs.ro"}),
+        ("cat:cs.RO AND (cat:cs.LG OR cat:cs.AI OR cat:stat.ML)", {"cs.ro"}),
+        # no bound: a branch free of categories, a prefix, only a negated category, no category at all
+        ("cat:cs.CL OR ti:parsing", set()),
+        ("cat:stat.* AND diffusion", set()),
+        ("diffusion ANDNOT cat:cs.CV", set()),
+        ("diffusion", set()),
+    ],
+)
+def test_categories_bind_every_match(text: str, bound: set[str]) -> None:
+    query = parse_query(text)
+    assert query.categories() == frozenset(bound)
+    # what it promises: a matching paper always has one of them
+    if bound:
+        for cats in (("cs.CL",), ("cs.RO", "cs.LG"), ("stat.ML",), ("math.CO",)):
+            paper = make_paper(title="a b parsing diffusion", abstract="a b", categories=cats)
+            if query.matches(paper):
+                assert {c.casefold() for c in cats} & bound
 
 
 @pytest.mark.parametrize(

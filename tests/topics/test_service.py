@@ -36,7 +36,9 @@ async def test_catalog_topics_match_the_stored_history_at_start(store: Store, cl
     assert len(await store.topics.all()) == len(catalog)
     # starting again changes nothing and matches nothing twice
     await TopicService(store, clock).start(catalog)
-    assert await store.topics.count_matches(grpo.id, GRPO.published, GRPO.published + timedelta(seconds=1)) == 1
+    assert (
+        await store.topics.count_matches(grpo.id, GRPO.published, GRPO.published + timedelta(seconds=1)) == 1
+    )
 
 
 async def test_new_papers_are_matched_inside_the_ingest_transaction(store: Store, clock: FakeClock) -> None:
@@ -52,7 +54,9 @@ async def test_new_papers_are_matched_inside_the_ingest_transaction(store: Store
     assert find_topic(catalog, "RL Post-Training") is not None
 
 
-async def test_custom_topic_matches_history_and_rematches_when_its_query_changes(store: Store, clock: FakeClock) -> None:
+async def test_custom_topic_matches_history_and_rematches_when_its_query_changes(
+    store: Store, clock: FakeClock
+) -> None:
     await store.papers.upsert([GRPO, ROBOT], seen_at=clock.now())
     service = TopicService(store, clock)
     row, matched = await service.save_custom(42, "Legged robots", 'abs:quadruped OR ti:"legged robots"')
@@ -79,3 +83,22 @@ def test_slugify() -> None:
     assert slugify("  RL Post-Training!! ") == "rl-post-training"
     assert slugify("Métodos ópticos") == "metodos-opticos"
     assert slugify("🙂") == "topic"
+
+
+async def test_history_scan_finds_category_bound_topics_whatever_the_case(
+    store: Store, clock: FakeClock
+) -> None:
+    robots = [
+        make_paper(10 + i, title=f"Grasping study {i}", categories=("cs.RO",), primary_category="cs.RO")
+        for i in range(3)
+    ]
+    await store.papers.upsert([*robots, GRPO], seen_at=clock.now())
+    service = TopicService(store, clock)
+    # the case differs from the stored "cs.RO": queries are case-insensitive, the category filter must be too
+    _, matched = await service.save_custom(1, "Robots", "cat:CS.ro")
+    assert matched == 3
+    _, either = await service.save_custom(1, "Robots or GRPO", "cat:cs.RO OR abs:GRPO")
+    assert either == 4  # an OR with a free branch is not bound to cs.RO
+    _, none = await service.save_custom(1, "Nowhere", "cat:q-bio.NC AND ti:grasping")
+    assert none == 0
+    assert await store.papers.category_names() == ["cs.AI", "cs.LG", "cs.RO"]
