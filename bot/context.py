@@ -39,8 +39,8 @@ class AppContext:
 
     async def on_ingested(self, result: UpsertResult, papers: Sequence[Paper]) -> None:
         """Inside each polled page's transaction: match topics, then queue posts for followed matches."""
-        await self.topics.on_stored(result, papers)
-        await enqueue_for_new_papers(self.store, self.clock, result, self.topics.last_matches)
+        matches = await self.topics.on_stored(result, papers)
+        await enqueue_for_new_papers(self.store, self.clock, result, matches)
 
     async def momentum(self, topic: TopicRow, weeks: int = 4) -> Momentum:
         """A topic's momentum now; its share is of the categories its query names, else of all watched ones."""

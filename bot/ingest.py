@@ -23,7 +23,7 @@ from bot.store import Store
 log = logging.getLogger(__name__)
 
 # Called inside the page's transaction with what the upsert did and the page's papers.
-StoredHook = Callable[[UpsertResult, Sequence[Paper]], Awaitable[None]]
+StoredHook = Callable[[UpsertResult, Sequence[Paper]], Awaitable[object]]  # what it returns is ignored
 MAX_API_RESULTS = 30_000  # arXiv serves at most this many results of one query
 
 

@@ -52,7 +52,6 @@ class TopicService:
         self.clock = clock
         self.matcher = Matcher()
         self.queries: dict[int, TopicQuery] = {}
-        self.last_matches: dict[str, set[int]] = {}  # of the last stored batch, for the delivery outbox
 
     async def start(self, catalog: Sequence[CatalogTopic]) -> None:
         """Store the catalog (matching the history of topics that are new or changed) and load every topic."""
@@ -121,13 +120,15 @@ class TopicService:
         found = [name for name in await self.store.papers.category_names() if name.casefold() in wanted]
         return found or None
 
-    async def on_stored(self, result: UpsertResult, papers: Sequence[Paper]) -> None:
-        """Ingest hook, inside the page's transaction: match papers that are new or have a new version."""
+    async def on_stored(self, result: UpsertResult, papers: Sequence[Paper]) -> dict[str, set[int]]:
+        """Ingest hook, inside the page's transaction: match papers that are new or have a new version, record
+        the matches, and return them (arxiv_id -> topic ids) for the outbox. Returned, not kept on the service:
+        a /paper lookup may store a paper while a poll is between its two steps."""
         changed = set(result.new) | set(result.updated)
         matches = self.matcher.match_many(p for p in papers if p.arxiv_id in changed)
         pairs = [(topic_id, arxiv_id) for arxiv_id, ids in matches.items() for topic_id in sorted(ids)]
         await self.store.topics.add_matches(pairs, self.clock.now())
-        self.last_matches = matches
+        return matches
 
     def query(self, topic_id: int) -> TopicQuery:
         return self.queries[topic_id]

@@ -47,10 +47,10 @@ async def test_new_papers_are_matched_inside_the_ingest_transaction(store: Store
     await service.start([t for t in catalog if t.name in ("RL Post-Training", "Robot Learning")])
     async with store.transaction():
         result = await store.papers.upsert([GRPO, ROBOT], seen_at=clock.now())
-        await service.on_stored(result, [GRPO, ROBOT])
+        matches = await service.on_stored(result, [GRPO, ROBOT])
     rl = await store.topics.find(0, "rl-post-training")
-    assert rl is not None and rl.id in service.last_matches[GRPO.arxiv_id]
-    assert ROBOT.arxiv_id not in service.last_matches or rl.id not in service.last_matches[ROBOT.arxiv_id]
+    assert rl is not None and rl.id in matches[GRPO.arxiv_id]
+    assert rl.id not in matches.get(ROBOT.arxiv_id, set())
     assert find_topic(catalog, "RL Post-Training") is not None
 
 
