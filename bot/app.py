@@ -70,7 +70,7 @@ class PaperBot(commands.Bot):
         self._worker = DeliveryWorker(
             self.ctx.store, poster, self.ctx.clock, per_channel=self.settings.posts_per_channel_per_cycle
         )
-        self.tree.on_error = on_app_command_error
+        self.tree.error(on_app_command_error)
         for name in COGS:
             await self.load_extension(name)
         if self.schedule:

@@ -11,6 +11,7 @@ matplotlib.use("Agg")
 
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
 
 from bot.momentum import WeekCount
 
@@ -57,7 +58,7 @@ def weekly_chart(series: Sequence[WeekCount], title: str, subtitle: str = "") ->
         ax.spines[side].set_visible(False)
     ax.spines["bottom"].set_color(GRID)
     ax.set_ylim(0, max([*counts, 1]) * 1.18)
-    ax.yaxis.get_major_locator().set_params(integer=True)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # paper counts are whole numbers
     ax.set_xlabel("Week of (Monday, UTC), by first submission date", color=TEXT, fontsize=9)
     # parse_math=False: a topic name with "$" is text, not TeX for matplotlib to render (or choke on).
     fig.suptitle(title, color="#ffffff", fontsize=14, fontweight="bold", x=0.06, ha="left", parse_math=False)

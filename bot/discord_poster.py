@@ -21,7 +21,7 @@ class DiscordPoster:
         self.client = client
         self.abstract_chars = abstract_chars
 
-    async def _channel(self, channel_id: int) -> discord.abc.GuildChannel:
+    async def _channel(self, channel_id: int) -> discord.TextChannel | discord.ForumChannel | discord.Thread:
         channel = self.client.get_channel(channel_id)
         if channel is None:
             try:
@@ -41,7 +41,7 @@ class DiscordPoster:
                     name=thread_name(paper), embed=embed, view=paper_view(paper)
                 )
                 return created.message.id
-            message = await channel.send(embed=embed, view=paper_view(paper), nonce=nonce)  # type: ignore[union-attr]
+            message = await channel.send(embed=embed, view=paper_view(paper), nonce=nonce)
             return message.id
         except discord.HTTPException as exc:
             raise _outcome(exc) from exc
@@ -62,7 +62,7 @@ class DiscordPoster:
             if isinstance(channel, discord.ForumChannel):
                 created = await channel.create_thread(name=content, content=content, embeds=embeds)
                 return created.message.id
-            message = await channel.send(content=content, embeds=embeds, nonce=nonce)  # type: ignore[union-attr]
+            message = await channel.send(content=content, embeds=embeds, nonce=nonce)
             return message.id
         except discord.HTTPException as exc:
             raise _outcome(exc) from exc
@@ -73,7 +73,7 @@ class DiscordPoster:
             if isinstance(channel, discord.ForumChannel):
                 created = await channel.create_thread(name=text.splitlines()[0][:100], content=text)
                 return created.message.id
-            message = await channel.send(content=text, nonce=nonce)  # type: ignore[union-attr]
+            message = await channel.send(content=text, nonce=nonce)
             return message.id
         except discord.HTTPException as exc:
             raise _outcome(exc) from exc
@@ -81,17 +81,20 @@ class DiscordPoster:
     async def already_posted(self, channel_id: int, papers: Sequence[Paper]) -> set[str]:
         """Look through our recent posts in the channel (or the forum's threads) for these papers."""
         channel = await self._channel(channel_id)
+        me = self.client.user
+        if me is None:
+            raise RetryLater("not logged in yet")
         wanted = {p.abs_url: p.arxiv_id for p in papers}
         names = {thread_name(p): p.arxiv_id for p in papers}
         found: set[str] = set()
         try:
             if isinstance(channel, discord.ForumChannel):
                 for thread in channel.threads:
-                    if thread.owner_id == self.client.user.id and thread.name in names:  # type: ignore[union-attr]
+                    if thread.owner_id == me.id and thread.name in names:
                         found.add(names[thread.name])
                 return found
-            async for message in channel.history(limit=100):  # type: ignore[union-attr]
-                if message.author.id != self.client.user.id:  # type: ignore[union-attr]
+            async for message in channel.history(limit=100):
+                if message.author.id != me.id:
                     continue
                 for embed in message.embeds:
                     if embed.url in wanted:

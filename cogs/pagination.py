@@ -67,7 +67,7 @@ class Paginator(discord.ui.View):
         self.index = 0
         # The latest interaction on the message: its token (15 minutes) edits the message at timeout.
         self.last_interaction: discord.Interaction | None = None
-        self._refresh()
+        self._update_buttons()
 
     @property
     def current(self) -> Page:
@@ -79,10 +79,10 @@ class Paginator(discord.ui.View):
     def turn(self, step: int) -> Page:
         """Move `step` pages (clamped to the first and last) and return the page now shown."""
         self.index = max(0, min(len(self.pages) - 1, self.index + step))
-        self._refresh()
+        self._update_buttons()
         return self.current
 
-    def _refresh(self) -> None:
+    def _update_buttons(self) -> None:
         self.previous_page.disabled = self.index == 0
         self.next_page.disabled = self.index == len(self.pages) - 1
         self.counter.label = f"{self.index + 1}/{len(self.pages)}"

@@ -36,7 +36,8 @@ class SearchRepo:
     ) -> list[SearchHit]:
         """Best matches first (newest first when there is no text to rank by). Callers confirm each hit
         with the query's exact evaluator: FTS5 is a prefilter that may return a little more."""
-        clauses, params = [], []
+        clauses: list[str] = []
+        params: list[object] = []
         if topic_id is not None:
             clauses.append("p.pk IN (SELECT paper_pk FROM topic_matches WHERE topic_id = ?)")
             params.append(topic_id)

@@ -129,7 +129,8 @@ class TopicRepo:
     ) -> AsyncIterator[list[Paper]]:
         """Stored papers that may match: the FTS5 prefilter when there is one, else every paper (of the
         categories, when named). Yields batches, so a history of a million papers never sits in memory."""
-        clauses, params = [], []
+        clauses: list[str] = []
+        params: list[object] = []
         if fts is not None:
             clauses.append("p.pk IN (SELECT rowid FROM papers_fts WHERE papers_fts MATCH ?)")
             params.append(fts)

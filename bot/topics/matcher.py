@@ -70,9 +70,9 @@ class Matcher:
                     found |= ids
         else:
             for key in text.keys:
-                ids = index.get(key)
-                if ids:
-                    found |= ids
+                wanting = index.get(key)
+                if wanting:
+                    found |= wanting
         return found
 
     def match(self, paper: Paper) -> set[int]:
