@@ -1203,7 +1203,7 @@ class _Converter:
     def convert(self, item: lq.Item, field_name: str | None) -> Node:
         for kind, expected in _UNSUPPORTED:
             if isinstance(item, kind):
-                raise self.source.error(item.pos, expected)
+                raise self.source.error(item.pos, expected)  # type: ignore[attr-defined]  # luqum sets pos on every item
         pos = self.source.at(item.pos)
         if isinstance(item, lq.SearchField):
             return self._search_field(item, field_name)
