@@ -201,12 +201,15 @@ async def cmd_watch(settings: Settings, name: str, once: bool) -> int:
         poster = ConsolePoster()
         worker = DeliveryWorker(ctx.store, poster, ctx.clock, per_channel=50, console=True)
         await worker.recover_in_flight()
-        print(f"Watching {topic.name}: {(await ctx.momentum(topic)).sentence()}")
-        for paper in reversed(await ctx.store.topics.latest_papers(topic.id, 3)):
-            await poster.post_card(0, paper, [topic.name], "")
-        print("New papers will appear below as they are announced (Ctrl+C to stop).", flush=True)
+        first = True
         while True:
             report = await ctx.ingestor().poll_once()
+            if first:  # after the first poll, so that even a fresh database has something to show
+                print(f"Watching {topic.name}: {(await ctx.momentum(topic)).sentence()}")
+                for paper in reversed(await ctx.store.topics.latest_papers(topic.id, 3)):
+                    await poster.post_card(0, paper, [topic.name], "")
+                print("New papers will appear below as they are announced (Ctrl+C to stop).", flush=True)
+                first = False
             delivered = await worker.deliver_once()
             print(
                 f"[{ctx.clock.now():%H:%M} UTC] {report.summary()}; {delivered.sent} new for {topic.name}",

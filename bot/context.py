@@ -62,6 +62,7 @@ class AppContext:
             page_size=self.settings.arxiv_page_size,
             overlap=timedelta(hours=self.settings.poll_overlap_hours),
             on_stored=self.on_ingested,
+            on_history=self.topics.on_stored,  # the first poll of a source: match, never post
         )
 
     def backfill(

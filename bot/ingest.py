@@ -62,6 +62,7 @@ class Ingestor:
         page_size: int = 1000,
         overlap: timedelta = timedelta(hours=120),
         on_stored: StoredHook | None = None,
+        on_history: StoredHook | None = None,
     ) -> None:
         self.store = store
         self.client = client
@@ -70,6 +71,9 @@ class Ingestor:
         self.page_size = page_size
         self.overlap = overlap
         self.on_stored = on_stored
+        # A source's first cycle (no watermark yet) brings days of papers announced before anyone here could
+        # follow them: history, handed to `on_history` (match, don't post) when one is given.
+        self.on_history = on_history
         self.source = source_key(self.categories)
 
     async def poll_once(self) -> CycleReport:
@@ -80,13 +84,14 @@ class Ingestor:
         floor = (state.watermark or started) - self.overlap
         query = f"{category_query(self.categories)} AND {submitted_range(floor, started + timedelta(days=1))}"
         newest = state.watermark
+        hook = self.on_history if state.watermark is None and self.on_history is not None else self.on_stored
         try:
             start = 0
             while True:
                 page = await self.client.search(query, start=start, max_results=self.page_size)
                 if not page.papers:
                     break  # the client never returns an empty page while results remain
-                result = await self._commit(page.papers)
+                result = await self._commit(page.papers, hook)
                 report.pages += 1
                 report.fetched += len(page.papers)
                 report.new += result.new
@@ -113,15 +118,18 @@ class Ingestor:
             log.warning("poll of %s failed after %d pages: %s", self.source, report.pages, exc)
             return report
         report.complete = True
+        # A cycle that saw no paper still moves a first watermark to where it looked from, so the next cycle
+        # is a regular one.
+        newest = newest or floor
         report.watermark = newest
         await self.store.sources.record_success(
             self.source, self.clock.now(), watermark=newest, papers=len(report.new)
         )
         return report
 
-    async def _commit(self, papers: Sequence[Paper]) -> UpsertResult:
+    async def _commit(self, papers: Sequence[Paper], hook: StoredHook | None) -> UpsertResult:
         async with self.store.transaction():
             result = await self.store.papers.upsert(papers, seen_at=self.clock.now())
-            if self.on_stored is not None:
-                await self.on_stored(result, papers)
+            if hook is not None:
+                await hook(result, papers)
         return result

@@ -187,4 +187,5 @@ async def test_watch_prints_new_matching_papers_as_cards(tmp_path: Path) -> None
     assert out.startswith("Watching RL Post-Training: ")
     assert "GRPO post-training for reasoning language models" in out
     assert "Graph colouring bounds" not in out
-    assert out.rstrip().endswith("1 new for RL Post-Training")
+    # a fresh database: the first poll's papers are history, shown as the latest matches and not as new ones
+    assert out.rstrip().endswith("0 new for RL Post-Training")

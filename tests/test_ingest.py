@@ -198,3 +198,35 @@ async def test_requests_respect_min_interval(store: Store, arxiv: FakeArxiv, htt
     await make_ingestor(store, arxiv, http, clock, page_size=10).poll_once()
     assert clock.sleeps and all(s >= 3.0 - 1e-9 for s in clock.sleeps)
     assert len(clock.sleeps) == 2  # three requests, two waits
+
+
+async def test_first_cycle_is_history_and_later_cycles_are_new(
+    store: Store, arxiv: FakeArxiv, http, clock: FakeClock
+) -> None:
+    history: list[str] = []
+    new: list[str] = []
+
+    async def as_history(result: UpsertResult, papers: Sequence[Paper]) -> None:
+        history.extend(result.new)
+
+    async def as_new(result: UpsertResult, papers: Sequence[Paper]) -> None:
+        new.extend(result.new)
+
+    ingestor = make_ingestor(store, arxiv, http, clock, on_stored=as_new, on_history=as_history)
+    arxiv.fail_next(503, count=3)
+    assert not (await ingestor.poll_once()).complete  # a failed first cycle is still the first
+    arxiv.papers = corpus(clock, 4)
+    await ingestor.poll_once()
+    assert len(history) == 4 and new == []
+    clock.advance(3600)
+    arxiv.papers.append(make_paper(77, published=clock.now() - timedelta(minutes=3)))
+    await ingestor.poll_once()
+    assert new == [make_paper(77).arxiv_id] and len(history) == 4
+
+
+async def test_an_empty_first_cycle_still_ends_the_first_cycle(
+    store: Store, arxiv: FakeArxiv, http, clock: FakeClock
+) -> None:
+    report = await make_ingestor(store, arxiv, http, clock).poll_once()
+    assert report.complete and report.watermark is not None
+    assert (await store.sources.get(report.source)).watermark is not None

@@ -50,3 +50,10 @@ async def follow(bot: PaperBot, guild_id: int, channel_id: int, topic: str, mode
 
 def embed_urls(messages: list[dict]) -> list[str]:
     return [e.get("url") for m in messages for e in m.get("embeds") or []]
+
+
+async def first_poll(bot: PaperBot) -> None:
+    """The poll a fresh install makes at start (its papers are history: matched, never posted); scenarios
+    about new papers begin after it."""
+    report = await bot.ctx.ingestor().poll_once()
+    assert report.complete

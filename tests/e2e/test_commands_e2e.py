@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bot.clock import FakeClock
-from tests.e2e.helpers import OTHER_TITLES, RL_TITLES, announced, embed_urls
+from tests.e2e.helpers import OTHER_TITLES, RL_TITLES, announced, embed_urls, first_poll
 from tests.fakes.arxiv_server import FakeArxiv
 from tests.fakes.discord_server import ALL_PERMISSIONS, FakeDiscord
 from tests.harness import running_paperbot
@@ -19,6 +19,7 @@ async def test_follow_then_a_poll_posts_the_five_matches_once(
     channel = discord.add_text_channel(guild, "papers")
     admin = discord.add_member(guild, "ada", permissions=ALL_PERMISSIONS)
     async with running_paperbot(tmp_path, discord, arxiv, clock=clock) as bot:
+        await first_poll(bot)
         older = announced(clock, ["GRPO for theorem proving, an early study"], start=500)
         arxiv.papers = older
         await bot.ctx.ingestor().poll_once()  # history before the follow: shown in the preview, never posted
@@ -62,6 +63,7 @@ async def test_hostile_titles_are_posted_safely(
     channel = discord.add_text_channel(guild, "papers")
     admin = discord.add_member(guild, "ada", permissions=ALL_PERMISSIONS)
     async with running_paperbot(tmp_path, discord, arxiv, clock=clock) as bot:
+        await first_poll(bot)
         follow = await discord.invoke(
             guild, channel, admin, "follow", [{"name": "topic", "value": "RL Post-Training"}]
         )

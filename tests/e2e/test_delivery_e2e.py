@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bot.clock import FakeClock
-from tests.e2e.helpers import OTHER_TITLES, RL_TITLES, announced, embed_urls, follow
+from tests.e2e.helpers import OTHER_TITLES, RL_TITLES, announced, embed_urls, first_poll, follow
 from tests.fakes.arxiv_server import FakeArxiv
 from tests.fakes.discord_server import FakeDiscord
 from tests.harness import running_paperbot
@@ -17,6 +17,7 @@ async def test_poll_posts_exactly_the_matching_papers_once(
     guild = discord.add_guild("Lab")
     channel = discord.add_text_channel(guild, "papers")
     async with running_paperbot(tmp_path, discord, arxiv, clock=clock) as bot:
+        await first_poll(bot)
         await follow(bot, guild.id, channel.id, "RL Post-Training")
         rl = announced(clock, RL_TITLES)
         arxiv.papers = rl + announced(clock, OTHER_TITLES, start=100)
@@ -36,6 +37,7 @@ async def test_one_post_names_both_followed_topics(
     guild = discord.add_guild("Lab")
     channel = discord.add_text_channel(guild, "papers")
     async with running_paperbot(tmp_path, discord, arxiv, clock=clock) as bot:
+        await first_poll(bot)
         await follow(bot, guild.id, channel.id, "RL Post-Training")
         await follow(bot, guild.id, channel.id, "Group Relative Policy Optimization")
         arxiv.papers = announced(clock, ["Group Relative Policy Optimization (GRPO) for LLM reasoning"])
@@ -52,6 +54,7 @@ async def test_rate_limit_storms_and_server_errors_deliver_everything_once(
     guild = discord.add_guild("Lab")
     channel = discord.add_text_channel(guild, "papers")
     async with running_paperbot(tmp_path, discord, arxiv, clock=clock) as bot:
+        await first_poll(bot)
         await follow(bot, guild.id, channel.id, "RL Post-Training")
         rl = announced(clock, RL_TITLES)
         arxiv.papers = rl
@@ -83,6 +86,7 @@ async def test_deleted_channel_marks_its_follow_broken_and_spares_the_others(
     doomed = discord.add_text_channel(guild, "old-papers")
     kept = discord.add_text_channel(guild, "papers")
     async with running_paperbot(tmp_path, discord, arxiv, clock=clock) as bot:
+        await first_poll(bot)
         await follow(bot, guild.id, doomed.id, "RL Post-Training")
         await follow(bot, guild.id, kept.id, "RL Post-Training")
         discord.delete_channel(doomed)
@@ -101,6 +105,7 @@ async def test_forum_channel_gets_a_post_per_paper(
     guild = discord.add_guild("Lab")
     forum = discord.add_forum_channel(guild, "paper-forum")
     async with running_paperbot(tmp_path, discord, arxiv, clock=clock) as bot:
+        await first_poll(bot)
         await follow(bot, guild.id, forum.id, "RL Post-Training")
         rl = announced(clock, RL_TITLES[:3])
         arxiv.papers = rl
@@ -117,6 +122,7 @@ async def test_arxiv_down_for_a_while_then_papers_arrive_once(
     guild = discord.add_guild("Lab")
     channel = discord.add_text_channel(guild, "papers")
     async with running_paperbot(tmp_path, discord, arxiv, clock=clock) as bot:
+        await first_poll(bot)
         await follow(bot, guild.id, channel.id, "RL Post-Training")
         arxiv.papers = announced(clock, RL_TITLES)
         arxiv.fail_next(503, count=12)  # more than one cycle's tries
@@ -133,3 +139,26 @@ async def test_arxiv_down_for_a_while_then_papers_arrive_once(
         await bot.worker.deliver_once()
         await bot.worker.deliver_once()
         assert sorted(embed_urls(discord.messages(channel.id))) == sorted(p.abs_url for p in arxiv.papers)
+
+
+async def test_a_fresh_install_posts_no_history_then_posts_what_is_new(
+    tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv, clock: FakeClock
+) -> None:
+    guild = discord.add_guild("Lab")
+    channel = discord.add_text_channel(guild, "papers")
+    async with running_paperbot(tmp_path, discord, arxiv, clock=clock) as bot:
+        await follow(bot, guild.id, channel.id, "RL Post-Training")
+        arxiv.papers = announced(clock, RL_TITLES) + announced(clock, OTHER_TITLES, start=100)
+        first = await bot.ctx.ingestor().poll_once()  # five days of papers announced before the bot existed
+        assert first.complete and len(first.new) == 25
+        assert (await bot.worker.deliver_once()).sent == 0
+        topic = await bot.ctx.store.topics.find(guild.id, "RL Post-Training")
+        assert (
+            topic is not None and len(await bot.ctx.store.topics.latest_papers(topic.id, 10)) == 5
+        )  # matched
+        clock.advance(3600)
+        fresh = announced(clock, ["RLVR post-training for theorem proving"], start=300)
+        arxiv.papers += fresh
+        await bot.ctx.ingestor().poll_once()
+        assert (await bot.worker.deliver_once()).sent == 1
+        assert embed_urls(discord.messages(channel.id)) == [fresh[0].abs_url]

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bot.clock import SystemClock
+from bot.ingest import source_key
 from bot.store import Store
 from bot.topics.catalog import load_catalog
 from bot.topics.service import TopicService
@@ -61,6 +62,10 @@ async def test_sigkill_mid_batch_then_restart_posts_each_paper_once(
         digest_hour=8,
         created_by=None,
         at=datetime.now(UTC) - timedelta(minutes=1),
+    )
+    # the bot has polled before (its first poll's papers are history, never posted)
+    await store.sources.record_success(
+        source_key(("cs.LG", "cs.AI")), datetime.now(UTC), watermark=datetime.now(UTC) - timedelta(hours=2)
     )
     await store.close()
 
