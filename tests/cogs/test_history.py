@@ -6,8 +6,7 @@ custom topics never leak between tests, and uses its own words and paper numbers
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -18,49 +17,21 @@ import pytest_asyncio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.app import PaperBot
 from bot.clock import FakeClock
-from bot.models import Paper
 from bot.store.search import HIGHLIGHT_END, HIGHLIGHT_START
 from cogs.history import highlight, parse_since
 from cogs.pagination import NOT_YOURS, Page, Paginator, pack_lines
+from tests.cogs.world import Env, Server, answer, module_loop, store_as_polled
 from tests.factories import BASE_TIME, make_paper
 from tests.fakes.arxiv_server import FakeArxiv
 from tests.fakes.discord_server import (
     EPHEMERAL,
-    LOADING,
     SEND_MESSAGES,
-    Channel,
     FakeDiscord,
-    Guild,
-    Interaction,
-    Member,
 )
 from tests.harness import running_paperbot
 
-# Async tests share the module's event loop, where the one bot of this module runs.
-module_loop = pytest.mark.asyncio(loop_scope="module")
 ZWSP = "\u200b"
-
-
-@dataclass
-class Env:
-    discord: FakeDiscord
-    arxiv: FakeArxiv
-    bot: PaperBot
-    servers: itertools.count[int] = field(default_factory=itertools.count)
-
-
-@dataclass
-class Server:
-    env: Env
-    guild: Guild
-    channel: Channel
-    alice: Member
-
-    async def run(self, command: str, **options: Any) -> Interaction:
-        given_options = [{"name": k, "value": v} for k, v in options.items()]
-        return await self.env.discord.invoke(self.guild, self.channel, self.alice, command, given_options)
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
@@ -73,22 +44,7 @@ async def env(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Env]:
 
 @pytest.fixture
 def server(env: Env) -> Server:
-    guild = env.discord.add_guild(f"Lab {next(env.servers)}")
-    channel = env.discord.add_text_channel(guild, "papers")
-    alice = env.discord.add_member(guild, "alice", permissions=SEND_MESSAGES)
-    return Server(env, guild, channel, alice)
-
-
-async def store(bot: PaperBot, papers: Sequence[Paper]) -> None:
-    """What a poll does with a page: store, match topics, queue posts, in one transaction."""
-    async with bot.ctx.store.transaction():
-        result = await bot.ctx.store.papers.upsert(papers, seen_at=bot.ctx.clock.now())
-        await bot.ctx.on_ingested(result, papers)
-
-
-async def answer(interaction: Interaction) -> dict[str, Any]:
-    """The message the user sees once the bot has answered (a deferred one filled by its follow-up)."""
-    return await interaction.wait_original(lambda m: not m["flags"] & LOADING)
+    return env.new_server()
 
 
 def buttons(message: dict[str, Any]) -> list[dict[str, Any]]:
@@ -106,7 +62,7 @@ def no_violations(env: Env) -> None:
 async def test_latest_lists_the_newest_papers_of_a_topic_with_page_buttons(server: Server) -> None:
     bot = server.env.bot
     papers = [make_paper(100 + i, title=f"Axolotl limb study {i}") for i in range(7)]  # 100 is newest
-    await store(bot, [*papers, make_paper(120, title="Unrelated graph paper")])
+    await store_as_polled(bot, [*papers, make_paper(120, title="Unrelated graph paper")])
     await bot.ctx.topics.save_custom(server.guild.id, "Axolotl Watch", "ti:axolotl")
 
     first = await answer(await server.run("latest", topic="Axolotl Watch"))
@@ -152,7 +108,7 @@ async def test_search_highlights_matches_and_filters_by_topic(server: Server) ->
         abstract="Fin regeneration in zebrafish needs *macrophages* and_signals. @everyone should read it.",
     )
     outside = make_paper(201, title="Liver regeneration in mice", abstract="Liver regeneration is fast.")
-    await store(bot, [in_topic, outside])
+    await store_as_polled(bot, [in_topic, outside])
     await bot.ctx.topics.save_custom(server.guild.id, "Zebrafish Fins", "ti:zebrafish")
 
     everywhere = (await answer(await server.run("search", query="regeneration")))["content"]
@@ -177,7 +133,7 @@ async def test_search_confirms_fts_hits_with_the_exact_query_and_applies_since(s
     old = make_paper(210, title="Quokka census methods", published=BASE_TIME - timedelta(days=40))
     new = make_paper(211, title="Quokka census with drones")
     negated = make_paper(212, title="Quokka census with drones and traps")
-    await store(bot, [old, new, negated])
+    await store_as_polled(bot, [old, new, negated])
     since = (BASE_TIME - timedelta(days=10)).date().isoformat()
 
     content = (await answer(await server.run("search", query="quokka ANDNOT traps", since=since)))["content"]
@@ -220,7 +176,7 @@ async def test_search_without_results_suggests_what_to_try(server: Server) -> No
 @module_loop
 async def test_paper_shows_a_stored_card_with_this_servers_topics_only(server: Server, env: Env) -> None:
     paper = make_paper(300, title="Narwhal tusk sensing", abstract="Narwhal tusks sense salinity.")
-    await store(env.bot, [paper])
+    await store_as_polled(env.bot, [paper])
     await env.bot.ctx.topics.save_custom(server.guild.id, "Narwhal Desk", "ti:narwhal")
 
     interaction = await server.run("paper", id=f"https://arxiv.org/abs/{paper.arxiv_id}v1")
@@ -301,7 +257,7 @@ async def test_titles_with_mentions_and_markdown_render_inert_everywhere(server:
         title="@everyone **Wombat** _burrows_ <@123456789012345678> [click](https://evil.example)",
         abstract="Wombat burrows @here are ~~square~~ ||spoiler||.",
     )
-    await store(bot, [hostile])
+    await store_as_polled(bot, [hostile])
     await bot.ctx.topics.save_custom(server.guild.id, "Wombat @everyone **Desk**", "ti:wombat")
 
     texts = [

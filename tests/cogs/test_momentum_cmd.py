@@ -6,37 +6,25 @@ before it Sep 25 - Oct 22. One bot serves the module; each test gets a fresh ser
 
 from __future__ import annotations
 
-import itertools
 import struct
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 import pytest_asyncio
 
-from bot.app import PaperBot
 from bot.clock import FakeClock
 from bot.models import Paper
 from bot.momentum import Momentum
 from cogs.momentum import change_text
+from tests.cogs.world import Env, Server, answer, module_loop
 from tests.factories import make_paper
 from tests.fakes.arxiv_server import FakeArxiv
 from tests.fakes.discord_server import (
     EPHEMERAL,
-    LOADING,
-    SEND_MESSAGES,
-    Channel,
     FakeDiscord,
-    Guild,
-    Interaction,
-    Member,
 )
 from tests.harness import running_paperbot
-
-# Async tests share the module's event loop, where the one bot of this module runs.
-module_loop = pytest.mark.asyncio(loop_scope="module")
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 WINDOW = datetime(2026, 10, 23, tzinfo=UTC)  # start of the last four complete weeks
@@ -100,38 +88,6 @@ def other_papers() -> list[Paper]:
     return unrelated + zebra_now + zebra_before
 
 
-@dataclass
-class Env:
-    discord: FakeDiscord
-    bot: PaperBot
-    servers: itertools.count[int] = field(default_factory=itertools.count)
-
-
-@dataclass
-class Server:
-    env: Env
-    guild: Guild
-    channel: Channel
-    alice: Member
-
-    async def run(self, command: str, **options: Any) -> Interaction:
-        given = [{"name": k, "value": v} for k, v in options.items()]
-        return await self.env.discord.invoke(self.guild, self.channel, self.alice, command, given)
-
-    async def follow(self, topic: str) -> None:
-        row = await self.env.bot.ctx.store.topics.find(self.guild.id, topic)
-        assert row is not None, topic
-        await self.env.bot.ctx.store.follows.upsert(
-            guild_id=self.guild.id,
-            channel_id=self.channel.id,
-            topic_id=row.id,
-            mode="each",
-            digest_hour=8,
-            created_by=None,
-            at=NOW,
-        )
-
-
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def env(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Env]:
     async with FakeDiscord() as fake_discord, FakeArxiv() as fake_arxiv:
@@ -141,19 +97,12 @@ async def env(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Env]:
             async with bot.ctx.store.transaction():  # exactly as a poll stores and matches a page
                 result = await bot.ctx.store.papers.upsert(papers, seen_at=NOW)
                 await bot.ctx.on_ingested(result, papers)
-            yield Env(fake_discord, bot)
+            yield Env(fake_discord, fake_arxiv, bot)
 
 
 @pytest.fixture
 def server(env: Env) -> Server:
-    guild = env.discord.add_guild(f"Lab {next(env.servers)}")
-    channel = env.discord.add_text_channel(guild, "papers")
-    alice = env.discord.add_member(guild, "alice", permissions=SEND_MESSAGES)
-    return Server(env, guild, channel, alice)
-
-
-async def answer(interaction: Interaction) -> dict[str, Any]:
-    return await interaction.wait_original(lambda m: not m["flags"] & LOADING)
+    return env.new_server()
 
 
 def png_size(data: bytes) -> tuple[int, int]:
