@@ -17,6 +17,7 @@ from bot.config import Settings
 from bot.context import AppContext, open_context
 from bot.delivery import DeliveryWorker
 from bot.discord_poster import DiscordPoster
+from bot.errors import ConfigError
 from bot.interaction_errors import on_app_command_error
 from bot.scheduler import Scheduler
 
@@ -108,5 +109,11 @@ def run_bot(settings: Settings, token: str) -> int:
             await bot.start(token)  # the token is never logged
         await asyncio.gather(*stopping)
 
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    except discord.LoginFailure:
+        raise ConfigError(
+            "Discord refused the token in DISCORD_TOKEN: copy it again from the developer portal "
+            "(Bot -> Reset Token) into .env"
+        ) from None
     return 0

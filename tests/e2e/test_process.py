@@ -109,3 +109,22 @@ async def test_sigkill_mid_batch_then_restart_posts_each_paper_once(
     assert sorted(urls) == sorted(p.abs_url for p in papers), log.read_text()[-3000:]
     assert code in (0, -signal.SIGTERM)
     assert discord.token not in log.read_text()  # the token is never logged
+
+
+async def test_a_wrong_token_stops_with_one_clear_line(tmp_path: Path, discord: FakeDiscord) -> None:
+    env = {
+        "DISCORD_TOKEN": "not-the-token",
+        "DISCORD_API_BASE": discord.api_base,
+        "DISCORD_GATEWAY_URL": discord.gateway_url,
+        "DATABASE_PATH": str(tmp_path / "db.sqlite3"),
+        "LOG_LEVEL": "ERROR",
+    }
+    log = tmp_path / "bot.log"
+    proc = await start_bot(env, log)
+    code = await asyncio.wait_for(proc.wait(), timeout=60)
+    output = log.read_text()
+    assert code == 2
+    assert (
+        output.strip().splitlines()[-1].startswith("paperwatch: Discord refused the token in DISCORD_TOKEN")
+    )
+    assert "Traceback" not in output and "not-the-token" not in output
