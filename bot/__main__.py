@@ -236,7 +236,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             format="%(asctime)s %(levelname)s %(name)s: %(message)s",
             stream=sys.stderr,
         )
-        logging.getLogger("apscheduler").setLevel(logging.WARNING)  # a line per job run is noise
+        for chatty in ("apscheduler", "httpx"):  # a line per job run or per request is noise
+            logging.getLogger(chatty).setLevel(max(logging.WARNING, logging.getLogger().level))
         match args.command:
             case None | "run":
                 return cmd_run(settings)

@@ -32,10 +32,10 @@ class Progress:
 
     def line(self) -> str:
         eta = "estimating" if self.seconds_left is None else _duration(self.seconds_left)
-        return (
-            f"{self.papers_stored} papers stored · {self.windows_done} windows done, "
-            f"{self.windows_left} left · about {eta} left"
-        )
+        done = "1 window" if self.windows_done == 1 else f"{self.windows_done} windows"
+        if self.windows_left == 0:
+            return f"{self.papers_stored} papers stored · all {done} done"
+        return f"{self.papers_stored} papers stored · {done} done, {self.windows_left} left · about {eta} left"
 
 
 def _duration(seconds: float) -> str:
@@ -110,7 +110,8 @@ class Backfill:
             pending = [(w.start, w.end) for w in windows if not w.done]
             done = len(windows) - len(pending)
             if not pending:
-                self.progress(Progress(stored, done, 0, 0.0))
+                if not done_now:  # nothing was left to do: still say where the job stands
+                    self.progress(Progress(stored, done, 0, 0.0))
                 return stored
             window = pending[0]
             stored += await self._fill(window)

@@ -66,8 +66,9 @@ async def test_fills_every_day_and_reports_progress(store: Store, http, clock: F
         progress: list[Progress] = []
         stored = await backfill(store, arxiv, http, clock, progress).run(days=3)
     assert stored == 24 and await store.papers.count() == 24
-    assert [p.windows_left for p in progress] == [3, 2, 1, 0, 0]
-    assert progress[-1].papers_stored == 24 and "24 papers stored" in progress[-1].line()
+    assert [p.windows_left for p in progress] == [3, 2, 1, 0]
+    assert progress[0].line().startswith("6 papers stored · 1 window done, 3 left · about ")
+    assert progress[-1].line() == "24 papers stored · all 4 windows done"
     assert progress[0].seconds_left is not None and progress[0].seconds_left > 0  # paced by the 3 s interval
 
 
@@ -101,4 +102,7 @@ async def test_resumes_after_an_interruption_without_refetching(store: Store, ht
         progress: list[Progress] = []
         stored = await backfill(store, arxiv, http, clock, progress).run(days=4)
         assert stored == 9 and await store.papers.count() == 15
+        again: list[Progress] = []
+        assert await backfill(store, arxiv, http, clock, again).run(days=4) == 0  # nothing left: one line says so
+        assert [p.line() for p in again] == ["0 papers stored · all 5 windows done"]
         assert len([r for r in arxiv.requests if r.endpoint == "api"]) == 3  # only the windows not done

@@ -108,7 +108,7 @@ class TopicService:
             with gc_paused():
                 hits = [(topic_id, p.arxiv_id) for p in batch if query.matches(PaperText(p))]
             added += await self.store.topics.add_matches(hits, self.clock.now())
-        log.info("topic %d: %d papers of the history match", topic_id, added)
+        log.debug("topic %d: %d papers of the history match", topic_id, added)
         return added
 
     async def stored_categories(self, query: TopicQuery) -> list[str] | None:
