@@ -9,7 +9,7 @@ import discord
 
 from bot.delivery import ChannelGone, PostRejected, RetryLater
 from bot.models import Paper
-from bot.render import embed_size, paper_embed, paper_view, thread_name
+from bot.render import clip, embed_size, neutralise_mentions, paper_embed, paper_view, thread_name
 
 log = logging.getLogger(__name__)
 MAX_EMBED_TOTAL = 6000
@@ -57,10 +57,13 @@ class DiscordPoster:
             if sum(map(embed_size, embeds)) + embed_size(embed) > MAX_EMBED_TOTAL:
                 embed = paper_embed(paper, topics=topics, abstract_chars=0)
             embeds.append(embed)
-        content = f"Today's papers ({len(items)})"
+        topics = sorted({t for _, names in items for t in names})
+        papers = "1 new paper" if len(items) == 1 else f"{len(items)} new papers"
+        content = clip(neutralise_mentions(f"**{papers}** for {' · '.join(topics) or 'your topics'}"), 2000)
         try:
             if isinstance(channel, discord.ForumChannel):
-                created = await channel.create_thread(name=content, content=content, embeds=embeds)
+                name = clip(f"{papers}: {' · '.join(topics)}", 100)
+                created = await channel.create_thread(name=name, content=content, embeds=embeds)
                 return created.message.id
             message = await channel.send(content=content, embeds=embeds, nonce=nonce)
             return message.id

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 from bot.clock import FakeClock
 from tests.e2e.helpers import OTHER_TITLES, RL_TITLES, announced, embed_urls, first_poll, follow
+from tests.factories import make_paper
 from tests.fakes.arxiv_server import FakeArxiv
 from tests.fakes.discord_server import FakeDiscord
 from tests.harness import running_paperbot
@@ -162,3 +164,27 @@ async def test_a_fresh_install_posts_no_history_then_posts_what_is_new(
         await bot.ctx.ingestor().poll_once()
         assert (await bot.worker.deliver_once()).sent == 1
         assert embed_urls(discord.messages(channel.id)) == [fresh[0].abs_url]
+
+
+async def test_digest_posts_at_its_hour_within_discords_limits(
+    tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv, clock: FakeClock
+) -> None:
+    guild = discord.add_guild("Lab")
+    channel = discord.add_text_channel(guild, "digest")
+    async with running_paperbot(tmp_path, discord, arxiv, clock=clock) as bot:
+        await first_poll(bot)
+        await follow(bot, guild.id, channel.id, "RL Post-Training", mode="digest")
+        long_abstract = "We post-train language models with GRPO. " * 40
+        titles = [f"{t} ({i})" for i in range(3) for t in RL_TITLES][:12]
+        arxiv.papers = [
+            make_paper(i, title=t, abstract=long_abstract, published=clock.now() - timedelta(hours=1 + i))
+            for i, t in enumerate(titles)
+        ]
+        await bot.ctx.ingestor().poll_once()
+        assert (await bot.worker.deliver_once()).sent == 0  # digests wait for their hour
+        report = await bot.worker.deliver_digests(hour=8)
+        assert report.sent == 12
+        messages = discord.messages(channel.id)
+        assert [len(m["embeds"]) for m in messages] == [10, 2]
+        assert messages[0]["content"] == "**10 new papers** for RL Post-Training"
+        assert sorted(embed_urls(messages)) == sorted(p.abs_url for p in arxiv.papers)
