@@ -32,6 +32,26 @@ _LINK_CATEGORIES = (
 )
 
 
+def paper_filter(
+    *, topic_id: int | None = None, categories: Sequence[str] = (), since: datetime | None = None
+) -> tuple[str, list[object]]:
+    """SQL conditions on papers aliased `p` (" AND ..." each, or "") and their parameters: matched by a topic,
+    of any of the categories, submitted since a time."""
+    clauses: list[str] = []
+    params: list[object] = []
+    if topic_id is not None:
+        clauses.append("p.pk IN (SELECT paper_pk FROM topic_matches WHERE topic_id = ?)")
+        params.append(topic_id)
+    if categories:
+        marks = ",".join("?" * len(categories))
+        clauses.append(f"p.pk IN (SELECT paper_pk FROM paper_categories WHERE category IN ({marks}))")
+        params.extend(categories)
+    if since is not None:
+        clauses.append("p.published >= ?")
+        params.append(to_ts(since))
+    return "".join(f" AND {c}" for c in clauses), params
+
+
 def to_ts(moment: datetime) -> int:
     return int(moment.timestamp())
 

@@ -8,7 +8,7 @@ from datetime import datetime
 
 from bot.models import Paper
 from bot.store.database import Database
-from bot.store.papers import paper_from_row, to_ts
+from bot.store.papers import paper_filter, paper_from_row
 
 HIGHLIGHT_START, HIGHLIGHT_END = "\x02", "\x03"  # replaced by the renderer, after escaping markdown
 # bm25 weights per column (title, abstract, authors): a hit in the title says most about a paper.
@@ -36,20 +36,7 @@ class SearchRepo:
     ) -> list[SearchHit]:
         """Best matches first (newest first when there is no text to rank by). Callers confirm each hit
         with the query's exact evaluator: FTS5 is a prefilter that may return a little more."""
-        clauses: list[str] = []
-        params: list[object] = []
-        if topic_id is not None:
-            clauses.append("p.pk IN (SELECT paper_pk FROM topic_matches WHERE topic_id = ?)")
-            params.append(topic_id)
-        if categories:
-            clauses.append(
-                f"p.pk IN (SELECT paper_pk FROM paper_categories WHERE category IN ({','.join('?' * len(categories))}))"
-            )
-            params.extend(categories)
-        if since is not None:
-            clauses.append("p.published >= ?")
-            params.append(to_ts(since))
-        where = "".join(f" AND {c}" for c in clauses)
+        where, params = paper_filter(topic_id=topic_id, categories=categories, since=since)
         if fts is None:
             rows = await self.db.fetchall(
                 f"SELECT p.*, substr(p.abstract, 1, 240) AS snip FROM papers p WHERE 1{where}"

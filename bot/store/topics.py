@@ -8,7 +8,7 @@ from datetime import datetime
 
 from bot.models import Paper
 from bot.store.database import Database
-from bot.store.papers import from_ts, paper_from_row, to_ts
+from bot.store.papers import from_ts, paper_filter, paper_from_row, to_ts
 
 CATALOG_GUILD = 0
 
@@ -129,25 +129,15 @@ class TopicRepo:
     ) -> AsyncIterator[list[Paper]]:
         """Stored papers that may match: the FTS5 prefilter when there is one, else every paper (of the
         categories, when named). Yields batches, so a history of a million papers never sits in memory."""
-        clauses: list[str] = []
-        params: list[object] = []
+        where, params = paper_filter(categories=categories, since=since)
         if fts is not None:
-            clauses.append("p.pk IN (SELECT rowid FROM papers_fts WHERE papers_fts MATCH ?)")
+            where += " AND p.pk IN (SELECT rowid FROM papers_fts WHERE papers_fts MATCH ?)"
             params.append(fts)
-        if categories:
-            clauses.append(
-                f"p.pk IN (SELECT paper_pk FROM paper_categories WHERE category IN ({','.join('?' * len(categories))}))"
-            )
-            params.extend(categories)
-        if since is not None:
-            clauses.append("p.published >= ?")
-            params.append(to_ts(since))
-        where = " AND ".join(clauses) or "1"
         last_pk = 0
         while True:
             rows = await self.db.fetchall(
-                f"SELECT p.* FROM papers p WHERE {where} AND p.pk > ? ORDER BY p.pk LIMIT ?",
-                (*params, last_pk, batch),
+                f"SELECT p.* FROM papers p WHERE p.pk > ?{where} ORDER BY p.pk LIMIT ?",
+                (last_pk, *params, batch),
             )
             if not rows:
                 return
