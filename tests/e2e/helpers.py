@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from datetime import timedelta
+from pathlib import Path
 
 from bot.app import PaperBot
 from bot.clock import FakeClock
 from bot.models import Paper
 from bot.store import Mode
 from tests.factories import make_paper
+from tests.fakes.arxiv_server import FakeArxiv
+from tests.fakes.discord_server import Channel, FakeDiscord, Guild
+from tests.harness import running_paperbot
 
 RL_TITLES = [
     "GRPO post-training makes small language models better at math",
@@ -57,3 +63,16 @@ async def first_poll(bot: PaperBot) -> None:
     about new papers begin after it."""
     report = await bot.ctx.ingestor().poll_once()
     assert report.complete
+
+
+@contextlib.asynccontextmanager
+async def lab_following(
+    tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv, clock: FakeClock, topic: str = "RL Post-Training"
+) -> AsyncIterator[tuple[PaperBot, Guild, Channel]]:
+    """The common opening: a server with a #papers channel following `topic`, the bot past its first poll."""
+    guild = discord.add_guild("Lab")
+    channel = discord.add_text_channel(guild, "papers")
+    async with running_paperbot(tmp_path, discord, arxiv, clock=clock) as bot:
+        await first_poll(bot)
+        await follow(bot, guild.id, channel.id, topic)
+        yield bot, guild, channel

@@ -6,7 +6,15 @@ from datetime import timedelta
 from pathlib import Path
 
 from bot.clock import FakeClock
-from tests.e2e.helpers import OTHER_TITLES, RL_TITLES, announced, embed_urls, first_poll, follow
+from tests.e2e.helpers import (
+    OTHER_TITLES,
+    RL_TITLES,
+    announced,
+    embed_urls,
+    first_poll,
+    follow,
+    lab_following,
+)
 from tests.factories import make_paper
 from tests.fakes.arxiv_server import FakeArxiv
 from tests.fakes.discord_server import FakeDiscord
@@ -16,11 +24,7 @@ from tests.harness import running_paperbot
 async def test_poll_posts_exactly_the_matching_papers_once(
     tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv, clock: FakeClock
 ) -> None:
-    guild = discord.add_guild("Lab")
-    channel = discord.add_text_channel(guild, "papers")
-    async with running_paperbot(tmp_path, discord, arxiv, clock=clock) as bot:
-        await first_poll(bot)
-        await follow(bot, guild.id, channel.id, "RL Post-Training")
+    async with lab_following(tmp_path, discord, arxiv, clock) as (bot, _guild, channel):
         rl = announced(clock, RL_TITLES)
         arxiv.papers = rl + announced(clock, OTHER_TITLES, start=100)
         report = await bot.ctx.ingestor().poll_once()
@@ -36,11 +40,7 @@ async def test_poll_posts_exactly_the_matching_papers_once(
 async def test_one_post_names_both_followed_topics(
     tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv, clock: FakeClock
 ) -> None:
-    guild = discord.add_guild("Lab")
-    channel = discord.add_text_channel(guild, "papers")
-    async with running_paperbot(tmp_path, discord, arxiv, clock=clock) as bot:
-        await first_poll(bot)
-        await follow(bot, guild.id, channel.id, "RL Post-Training")
+    async with lab_following(tmp_path, discord, arxiv, clock) as (bot, guild, channel):
         await follow(bot, guild.id, channel.id, "Group Relative Policy Optimization")
         arxiv.papers = announced(clock, ["Group Relative Policy Optimization (GRPO) for LLM reasoning"])
         await bot.ctx.ingestor().poll_once()
@@ -53,11 +53,7 @@ async def test_one_post_names_both_followed_topics(
 async def test_rate_limit_storms_and_server_errors_deliver_everything_once(
     tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv, clock: FakeClock
 ) -> None:
-    guild = discord.add_guild("Lab")
-    channel = discord.add_text_channel(guild, "papers")
-    async with running_paperbot(tmp_path, discord, arxiv, clock=clock) as bot:
-        await first_poll(bot)
-        await follow(bot, guild.id, channel.id, "RL Post-Training")
+    async with lab_following(tmp_path, discord, arxiv, clock) as (bot, _guild, channel):
         rl = announced(clock, RL_TITLES)
         arxiv.papers = rl
         await bot.ctx.ingestor().poll_once()
@@ -121,11 +117,7 @@ async def test_forum_channel_gets_a_post_per_paper(
 async def test_arxiv_down_for_a_while_then_papers_arrive_once(
     tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv, clock: FakeClock
 ) -> None:
-    guild = discord.add_guild("Lab")
-    channel = discord.add_text_channel(guild, "papers")
-    async with running_paperbot(tmp_path, discord, arxiv, clock=clock) as bot:
-        await first_poll(bot)
-        await follow(bot, guild.id, channel.id, "RL Post-Training")
+    async with lab_following(tmp_path, discord, arxiv, clock) as (bot, _guild, channel):
         arxiv.papers = announced(clock, RL_TITLES)
         arxiv.fail_next(503, count=12)  # more than one cycle's tries
         down = await bot.ctx.ingestor().poll_once()
