@@ -39,6 +39,17 @@ class TopicRepo:
         self, *, guild_id: int, slug: str, name: str, description: str, query: str, at: datetime
     ) -> tuple[TopicRow, bool]:
         """Insert or update a topic by (guild, slug); returns it and whether its query changed (or it is new)."""
+        current = await self.db.fetchone(
+            "SELECT * FROM topics WHERE guild_id = ? AND slug = ?", (guild_id, slug)
+        )
+        if current is not None and (current["name"], current["description"], current["query"]) == (
+            name,
+            description,
+            query,
+        ):
+            return _topic(
+                current
+            ), False  # the catalog is saved at every start: unchanged topics write nothing
         async with self.db.transaction() as conn:
             before = await self.db.fetchone(
                 "SELECT query FROM topics WHERE guild_id = ? AND slug = ?", (guild_id, slug)
