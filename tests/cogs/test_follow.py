@@ -328,11 +328,16 @@ async def test_names_in_any_script_stay_distinct_and_a_clash_names_the_existing_
     bot, discord, w = running
 
     async def follow(member: Member, topic: str, query: str, channel: Channel) -> Interaction:
-        return await invoke(discord, w.guild, w.papers, member, "follow", topic=topic, query=query, channel=channel)
+        return await invoke(
+            discord, w.guild, w.papers, member, "follow", topic=topic, query=query, channel=channel
+        )
 
     quantum = await public_reply(await follow(w.admin, "量子", "ti:quantum", w.papers))
     learning = await public_reply(await follow(w.admin, "機械学習", "ti:learning", w.other))
-    assert "Created this server's topic **量子**" in quantum and "Created this server's topic **機械学習**" in learning
+    assert (
+        "Created this server's topic **量子**" in quantum
+        and "Created this server's topic **機械学習**" in learning
+    )
     topics = bot.ctx.topics
     first, second = await topics.find(w.guild.id, "量子"), await topics.find(w.guild.id, "機械学習")
     assert first is not None and second is not None and first.id != second.id
@@ -353,7 +358,14 @@ async def test_changing_a_topic_other_channels_follow_needs_manage_server(runnin
     for channel in (w.papers, w.other):
         await public_reply(
             await invoke(
-                discord, w.guild, w.papers, w.admin, "follow", topic="Sparse", query="ti:sparse", channel=channel
+                discord,
+                w.guild,
+                w.papers,
+                w.admin,
+                "follow",
+                topic="Sparse",
+                query="ti:sparse",
+                channel=channel,
             )
         )
 
@@ -436,7 +448,9 @@ async def test_a_server_may_change_ten_queries_an_hour_and_keep_fifty_topics(run
     assert await bot.ctx.store.topics.count_own(w.guild.id) == 50
 
 
-async def test_unfollowing_the_last_channel_keeps_the_topic_and_only_a_manager_deletes_it(running: Any) -> None:
+async def test_unfollowing_the_last_channel_keeps_the_topic_and_only_a_manager_deletes_it(
+    running: Any,
+) -> None:
     bot, discord, w = running
     await public_reply(
         await invoke(discord, w.guild, w.papers, w.moderator, "follow", topic="Sparse", query="ti:sparse")
@@ -445,7 +459,9 @@ async def test_unfollowing_the_last_channel_keeps_the_topic_and_only_a_manager_d
         await invoke(discord, w.guild, w.papers, w.moderator, "unfollow", topic="Sparse")
     ).wait_response()
     assert "stays this server's topic" in last["data"]["content"]
-    refused = await ephemeral_reply(await invoke(discord, w.guild, w.papers, w.moderator, "unfollow", topic="Sparse"))
+    refused = await ephemeral_reply(
+        await invoke(discord, w.guild, w.papers, w.moderator, "unfollow", topic="Sparse")
+    )
     assert "Manage Server" in refused
     assert await bot.ctx.topics.find(w.guild.id, "Sparse") is not None
     catalog = await ephemeral_reply(await invoke(discord, w.guild, w.papers, w.admin, "unfollow", topic=RL))
@@ -457,19 +473,31 @@ async def test_a_servers_topic_wins_over_a_catalog_topic_of_the_same_name(runnin
     widget, quantum = plain_paper(1, "Widget assembly lines"), plain_paper(2, "Quantum sensing")
     await ingest(bot, [widget, quantum])
     await public_reply(
-        await invoke(discord, w.guild, w.papers, w.admin, "follow", topic="Quantum Widgets", query="ti:widget")
+        await invoke(
+            discord, w.guild, w.papers, w.admin, "follow", topic="Quantum Widgets", query="ti:widget"
+        )
     )
     # The next release's catalog brings a topic of the same name (a restart stores it like this).
     twin = CatalogTopic("quantum-widgets", "Quantum Widgets", "Catalog twin.", parse_query("ti:quantum"))
     await bot.ctx.topics.start([twin])
 
-    latest = await public_reply(await invoke(discord, w.guild, w.papers, w.admin, "latest", topic="Quantum Widgets"))
+    latest = await public_reply(
+        await invoke(discord, w.guild, w.papers, w.admin, "latest", topic="Quantum Widgets")
+    )
     assert widget.arxiv_id in latest and quantum.arxiv_id not in latest
-    choices = await discord.autocomplete(w.guild, w.papers, w.admin, "latest", [{"name": "topic", "value": "quantum"}])
+    choices = await discord.autocomplete(
+        w.guild, w.papers, w.admin, "latest", [{"name": "topic", "value": "quantum"}]
+    )
     assert [c["name"] for c in choices] == ["Quantum Widgets"]
     changed = await public_reply(
         await invoke(
-            discord, w.guild, w.papers, w.admin, "follow", topic="Quantum Widgets", query="ti:widget OR ti:widgets"
+            discord,
+            w.guild,
+            w.papers,
+            w.admin,
+            "follow",
+            topic="Quantum Widgets",
+            query="ti:widget OR ti:widgets",
         )
     )
     assert "Changed the query of **Quantum Widgets**" in changed

@@ -185,12 +185,16 @@ def transformer_crowd() -> list[Paper]:
     ]
     plain = [
         make_paper(
-            22000 + i, title=f"Sequence models survey {i}", abstract="A long abstract. " * 20 + "A transformer."
+            22000 + i,
+            title=f"Sequence models survey {i}",
+            abstract="A long abstract. " * 20 + "A transformer.",
         )
         for i in range(3)
     ]
     old = [
-        make_paper(1, arxiv_id=f"2001.0{i:04d}", title=f"Old paper {i}", published=BASE_TIME - timedelta(days=2500))
+        make_paper(
+            1, arxiv_id=f"2001.0{i:04d}", title=f"Old paper {i}", published=BASE_TIME - timedelta(days=2500)
+        )
         for i in range(2)
     ]
     return [*crowded, *plain, *old]
@@ -205,7 +209,9 @@ async def test_search_finds_matches_past_the_first_500_candidates(server: Server
     negated = (await answer(await server.run("search", query="transformer ANDNOT attention")))["content"]
     assert "No stored paper" not in negated and "3 results" in negated
     assert all(p.arxiv_id in negated for p in plain)
-    fields = (await answer(await server.run("search", query="abs:transformer ANDNOT ti:attention")))["content"]
+    fields = (await answer(await server.run("search", query="abs:transformer ANDNOT ti:attention")))[
+        "content"
+    ]
     assert "3 results" in fields
     by_id = (await answer(await server.run("search", query="id:2001*")))["content"]
     assert "2 results" in by_id and all(p.arxiv_id in by_id for p in old)

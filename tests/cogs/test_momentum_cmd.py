@@ -212,7 +212,9 @@ def test_change_text_names_growth_decline_and_small_counts() -> None:
 
 @pytest.mark.parametrize("weeks", [0, -3, 53, 1_000_000_000])
 @module_loop
-async def test_weeks_outside_1_to_52_get_a_private_answer_saying_what_is_allowed(server: Server, weeks: int) -> None:
+async def test_weeks_outside_1_to_52_get_a_private_answer_saying_what_is_allowed(
+    server: Server, weeks: int
+) -> None:
     # Discord's own range check is a hint to clients; a crafted request reaches the bot with any number.
     await server.follow("RL Post-Training")
     for options in ({"topic": "RL Post-Training", "weeks": weeks}, {"weeks": weeks}):

@@ -151,7 +151,9 @@ async def test_names_in_any_script_are_distinct_topics_and_a_clash_is_refused(
 async def test_store_never_overwrites_a_topic_on_create(store: Store, clock: FakeClock) -> None:
     from bot.store.topics import TopicNameTaken
 
-    first = await store.topics.create(guild_id=3, name="Graph Theory", description="", query="a", at=clock.now())
+    first = await store.topics.create(
+        guild_id=3, name="Graph Theory", description="", query="a", at=clock.now()
+    )
     with pytest.raises(TopicNameTaken):
         await store.topics.create(guild_id=3, name="graph theory!", description="", query="b", at=clock.now())
     assert await store.topics.own(3) == [first]
@@ -202,7 +204,11 @@ async def test_migration_gives_legacy_topics_their_unicode_keys(tmp_path: Path, 
         assert {topic.slug, robot.slug} == {"topic", "ロボット"}
         assert (await service.find(9, "量子")).query == "ti:quantum"  # type: ignore[union-attr]
         await TopicService(store, clock).start([])  # the queue is done: a second start changes nothing
-        assert {t.name: t.slug for t in await store.topics.own(9)} == {**slugs, "Topic": "topic", "ロボット": "ロボット"}
+        assert {t.name: t.slug for t in await store.topics.own(9)} == {
+            **slugs,
+            "Topic": "topic",
+            "ロボット": "ロボット",
+        }
 
 
 # ---- a server's topic wins over the catalog's ----------------------------------------------------------------
@@ -212,7 +218,9 @@ async def test_a_catalog_update_never_hides_a_servers_own_topic(store: Store, cl
     service = TopicService(store, clock)
     await service.start([])
     own, _ = await service.save_custom(4, "Quantum Widgets", "ti:widget")
-    twin = CatalogTopic(slug="quantum-widgets", name="Quantum Widgets", description="d", query=parse_query("ti:quantum"))
+    twin = CatalogTopic(
+        slug="quantum-widgets", name="Quantum Widgets", description="d", query=parse_query("ti:quantum")
+    )
     await service.start([twin])  # the next release's catalog has a topic of that name
 
     assert await service.find(4, "Quantum Widgets") == own
@@ -317,7 +325,9 @@ async def test_matching_a_history_evaluates_in_worker_threads_batch_by_batch(
     asyncio.get_running_loop().set_default_executor(executor)
     service = TopicService(store, clock)
     query = parse_query("ti:filters ANDNOT ti:karma")
-    row = await store.topics.create(guild_id=1, name="Filters", description="", query=query.text, at=clock.now())
+    row = await store.topics.create(
+        guild_id=1, name="Filters", description="", query=query.text, at=clock.now()
+    )
     matched = await service.match_history(row.id, query)
     assert matched == 2500 - 625
     assert len(executor.threads) >= 3  # one trip per batch of 1,000 candidates
@@ -347,7 +357,9 @@ async def test_search_finds_matches_ranked_below_the_first_candidates(store: Sto
         make_paper(9000 + i, title=f"Sequence models {i}", abstract="A long abstract. " * 20 + "transformer")
         for i in range(3)
     ]
-    old_ids = [make_paper(1, arxiv_id=f"2001.0000{i}", published=BASE_TIME - timedelta(days=900)) for i in range(2)]
+    old_ids = [
+        make_paper(1, arxiv_id=f"2001.0000{i}", published=BASE_TIME - timedelta(days=900)) for i in range(2)
+    ]
     await store.papers.upsert([*crowded, *plain, *old_ids], seen_at=clock.now())
     service = TopicService(store, clock)
 
