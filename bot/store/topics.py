@@ -201,15 +201,17 @@ class TopicRepo:
         await self.db.execute("DELETE FROM topics WHERE id = ?", (topic_id,))
 
     async def add_matches(self, pairs: Sequence[tuple[int, str]], at: datetime) -> int:
-        """Record (topic_id, arxiv_id) matches; already recorded ones are kept as they were."""
+        """Record (topic_id, arxiv_id) matches; already recorded ones are kept as they were, and those of a
+        topic deleted meanwhile (a history match still running when /unfollow deleted it) are dropped."""
         if not pairs:
             return 0
         async with self.db.transaction() as conn:
             before = conn.total_changes
             await conn.executemany(
                 "INSERT OR IGNORE INTO topic_matches (topic_id, published, paper_pk, matched_at)"
-                " SELECT ?, published, pk, ? FROM papers WHERE arxiv_id = ?",
-                [(topic_id, to_ts(at), arxiv_id) for topic_id, arxiv_id in pairs],
+                " SELECT t.id, p.published, p.pk, ? FROM papers p JOIN topics t ON t.id = ?"
+                " WHERE p.arxiv_id = ?",
+                [(to_ts(at), topic_id, arxiv_id) for topic_id, arxiv_id in pairs],
             )
             return conn.total_changes - before
 

@@ -298,7 +298,12 @@ class TopicService:
                 self._check_new_name(plan.name, await self.store.topics.own(plan.guild_id), [])
                 raise TopicError(f"This server already has a topic named like “{plan.name}”.") from None
         else:
-            row, _ = await self.store.topics.change(plan.current.id, query=plan.query.text, at=now)
+            try:
+                row, _ = await self.store.topics.change(plan.current.id, query=plan.query.text, at=now)
+            except LookupError:
+                raise TopicError(
+                    f"“{plan.name}” was deleted meanwhile: run /follow again to create it."
+                ) from None
         self._recent_changes(plan.guild_id).append(now)
         self._register(row.id, plan.query)
         return row, await self.match_history(row.id, plan.query)
@@ -321,16 +326,18 @@ class TopicService:
     async def match_history(self, topic_id: int, query: TopicQuery, since: datetime | None = None) -> int:
         """Match every stored paper (FTS5 prefilter, then the exact evaluator in a worker thread, a batch at
         a time, each batch's matches written in a short transaction); returns the matches added. Stops early
-        when the topic gets another query meanwhile: that change matches the history itself."""
+        when the topic gets another query or is deleted meanwhile: that change matches the history itself."""
         categories = await self.stored_categories(query)
         if categories is None:
             return 0  # it needs a category no stored paper has
+        registered = topic_id in self.queries
         added = 0
         batches = self.store.topics.candidates(
             query.to_fts5(), categories=categories, since=since, batch=HISTORY_BATCH
         )
         async for batch in batches:
-            if self.queries.get(topic_id, query) != query:
+            current = self.queries.get(topic_id)
+            if current != query and (current is not None or registered):
                 log.debug("topic %d changed during its history match: stopped", topic_id)
                 break
             verdicts = await asyncio.to_thread(matching, query, batch)

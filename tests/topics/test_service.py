@@ -343,6 +343,8 @@ async def test_a_history_match_of_a_query_the_topic_no_longer_has_adds_nothing(
     stale = parse_query("ti:filters")  # e.g. a match still running when /follow gave the topic a new query
     assert await service.match_history(topic.id, stale) == 0
     assert len(await store.topics.latest_papers(topic.id, 1000)) == 625
+    await service.delete_custom(topic)  # e.g. /unfollow deleting it while a match still runs
+    assert await service.match_history(topic.id, parse_query("ti:kalman")) == 0
 
 
 # ---- search: past the first candidates, and honest when it stops ---------------------------------------------
