@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
+from bot.errors import PaperwatchError
 from bot.store import Store, TopicRow
 
 _NUMBER_WORDS = (
@@ -25,8 +26,21 @@ _NUMBER_WORDS = (
     "twelve",
 )
 SERIES_WEEKS = 12
+MAX_WEEKS = 52  # a window of a year, against the year before: the stored history rarely goes further
 TREND_MIN_COUNT = 10  # below this in both windows, a percentage says more about noise than about the field
 SAME_WITHIN_PCT = 5
+
+
+class InvalidWeeks(PaperwatchError, ValueError):
+    """A window length outside 1..MAX_WEEKS; the message says what is allowed."""
+
+
+def check_weeks(weeks: int) -> None:
+    if isinstance(weeks, bool) or not isinstance(weeks, int) or not 1 <= weeks <= MAX_WEEKS:
+        raise InvalidWeeks(
+            f"weeks is the length of the window compared with the one before it: a whole number of weeks "
+            f"from 1 to {MAX_WEEKS} (got {weeks})."
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,8 +178,7 @@ async def topic_momentum(
     topic_categories: Sequence[str] = (),
 ) -> Momentum:
     """`topic_categories`: categories the topic's query restricts to (cat: terms); the share is then of those."""
-    if not 1 <= weeks <= 52:
-        raise ValueError("weeks must be between 1 and 52")
+    check_weeks(weeks)
     prev_start, start, end = window_bounds(now, weeks)
     categories = tuple(topic_categories) or tuple(watched)
     return Momentum(

@@ -9,6 +9,7 @@ from discord import app_commands
 
 from bot.errors import PaperwatchError
 from bot.store import TopicRow
+from bot.store.topics import fold_name
 
 if TYPE_CHECKING:
     from bot.app import PaperBot
@@ -36,7 +37,7 @@ def guild_id_of(interaction: discord.Interaction) -> int:
 
 async def resolve_topic(bot: PaperBot, guild_id: int, name: str) -> TopicRow:
     """The server's own topic of that name or slug, else the catalog's; UnknownTopic otherwise."""
-    topic = await bot.ctx.store.topics.find(guild_id, name)
+    topic = await bot.ctx.topics.find(guild_id, name)
     if topic is None:
         raise UnknownTopic(name)
     return topic
@@ -45,14 +46,15 @@ async def resolve_topic(bot: PaperBot, guild_id: int, name: str) -> TopicRow:
 async def topic_autocomplete(
     interaction: discord.Interaction, current: str
 ) -> list[app_commands.Choice[str]]:
-    """Catalog topics and this server's own, the ones containing what was typed first by where it appears."""
+    """Catalog topics and this server's own (which hide a catalog topic of the same name), the ones containing
+    what was typed first by where it appears."""
     if interaction.guild_id is None:
         return []
-    topics = await paperbot(interaction).ctx.store.topics.visible_to(interaction.guild_id)
-    typed = current.strip().casefold()
+    topics = await paperbot(interaction).ctx.topics.visible_to(interaction.guild_id)
+    typed = fold_name(current)
     scored = []
     for topic in topics:
-        where = topic.name.casefold().find(typed) if typed else 0
+        where = fold_name(topic.name).find(typed) if typed else 0
         if where < 0 and typed in topic.slug:
             where = 100
         if where >= 0:

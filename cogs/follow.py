@@ -16,8 +16,8 @@ from bot.momentum import Momentum
 from bot.render import DESCRIPTION_LIMIT, TITLE_LIMIT, clip, neutralise_mentions, paper_compact_line
 from bot.store import Follow, Mode, TopicRow
 from bot.topics.query import MAX_QUERY_LENGTH, parse_query
-from bot.topics.service import MAX_NAME_LENGTH, TopicError
-from cogs.common import UnknownTopic, guild_id_of, paperbot, resolve_topic, topic_autocomplete
+from bot.topics.service import MAX_NAME_LENGTH, TopicError, TopicPlan
+from cogs.common import guild_id_of, paperbot, resolve_topic, topic_autocomplete
 
 CONTENT_LIMIT = 2000
 PREVIEW_PAPERS = 3
@@ -151,6 +151,22 @@ def require_may_manage(member: discord.Member, channels: Sequence[discord.abc.Gu
         )
 
 
+def require_may_change_topic(
+    member: discord.Member, topic: TopicRow, follows: Sequence[Follow], guild: discord.Guild
+) -> None:
+    """A topic's query decides what every channel following it receives: changing it needs Manage Server,
+    or Manage Channels on each of those channels."""
+    channels = [guild.get_channel(f.channel_id) for f in follows if f.topic_id == topic.id]
+    if all(may_manage(member, c) for c in channels):
+        return
+    where = mentions_text([f.channel_id for f in follows if f.topic_id == topic.id])
+    raise PaperwatchError(
+        f"**{safe_name(topic.name)}** is followed in {where}: its query decides what each of them receives, so "
+        "changing it needs the Manage Server permission, or Manage Channels on every one of those channels. "
+        "For a topic of your own, pick a new name."
+    )
+
+
 def missing_bot_permissions(channel: FollowTarget) -> list[str]:
     perms = channel.permissions_for(channel.guild.me)
     needs = _FORUM_NEEDS if isinstance(channel, discord.ForumChannel) else _TEXT_NEEDS
@@ -186,19 +202,6 @@ def check_query(query: str) -> None:
             "Shorten it, e.g. by dropping rare synonyms."
         )
     parse_query(query)  # QuerySyntaxError carries the position; the error handler draws the caret
-
-
-def check_topic_request(existing: TopicRow | None, name: str, query: str | None) -> None:
-    """Without a query the topic must exist; with one it creates or changes this server's own topic."""
-    if query is None:
-        if existing is None:
-            raise UnknownTopic(name)
-        return
-    check_query(query)
-    if existing is not None and existing.is_catalog:
-        raise TopicError(
-            f"“{safe_name(existing.name)}” is a catalog topic: follow it without a query, or pick another name."
-        )
 
 
 def check_digest_hour(hour: int) -> None:
@@ -312,15 +315,23 @@ class FollowCog(commands.Cog):
         require_bot_may_post(target)
         check_digest_hour(digest_hour)
         name = clean_name(topic)
-        existing = await bot.ctx.store.topics.find(guild_id, name)
-        check_topic_request(existing, name, query)
+        plan: TopicPlan | None = None
+        if query is None:
+            row = await resolve_topic(bot, guild_id, name)
+        else:
+            check_query(query)
+            plan = await bot.ctx.topics.plan_custom(guild_id, name, query)
+            if plan.current is not None and plan.changes_query:
+                guild = interaction.guild
+                assert guild is not None  # guild_only
+                follows = await bot.ctx.store.follows.for_guild(guild_id)
+                require_may_change_topic(_member(interaction), plan.current, follows, guild)
         await interaction.response.defer(thinking=True)  # history matching and momentum take a while
 
-        row, topic_note = existing, None
-        if query is not None:
-            row, matched = await bot.ctx.topics.save_custom(guild_id, name, query)
-            topic_note = _topic_note(row, existing, matched)
-        assert row is not None  # check_topic_request: no query means the topic exists
+        topic_note = None
+        if plan is not None:
+            row, matched = await bot.ctx.topics.save(plan)
+            topic_note = _topic_note(row, plan, matched)
         store = bot.ctx.store
         followed, is_new = await store.follows.upsert(
             guild_id=guild_id,
@@ -359,12 +370,12 @@ class FollowCog(commands.Cog):
         if channel is not None:
             target_channel(interaction, channel)
         row = await resolve_topic(bot, guild_id, topic)
-        follows = [
-            f
-            for f in await bot.ctx.store.follows.for_guild(guild_id)
-            if f.topic_id == row.id and (channel is None or f.channel_id == channel.id)
-        ]
+        in_server = [f for f in await bot.ctx.store.follows.for_guild(guild_id) if f.topic_id == row.id]
+        follows = [f for f in in_server if channel is None or f.channel_id == channel.id]
         name = safe_name(row.name)
+        if not in_server and channel is None and not row.is_catalog:
+            await self._delete_topic(interaction, row)
+            return
         if not follows:
             where = channel.mention if channel is not None else "this server"
             raise PaperwatchError(
@@ -376,8 +387,25 @@ class FollowCog(commands.Cog):
         removed = await bot.ctx.store.follows.remove(guild_id, row.id, channel.id if channel else None)
         noun = "channel" if removed == 1 else "channels"
         channels = mentions_text([f.channel_id for f in follows])
+        text = f"Unfollowed **{name}** in {removed} {noun} ({channels}): no more posts of it there."
+        if not row.is_catalog and len(follows) == len(in_server):
+            text += (
+                f" **{name}** stays this server's topic for /latest, /search and /momentum; "
+                "/unfollow it again to delete it."
+            )
+        await interaction.response.send_message(text)
+
+    async def _delete_topic(self, interaction: discord.Interaction, topic: TopicRow) -> None:
+        """A server's own topic that no channel follows: deleted, by someone who may manage the server."""
+        name = safe_name(topic.name)
+        if not _member(interaction).guild_permissions.manage_guild:
+            raise PaperwatchError(
+                f"No channel follows **{name}**. Deleting this server's topic needs the Manage Server permission."
+            )
+        await paperbot(interaction).ctx.topics.delete_custom(topic)
         await interaction.response.send_message(
-            f"Unfollowed **{name}** in {removed} {noun} ({channels}): no more posts of it there."
+            f"Deleted this server's topic **{name}**: no channel followed it. "
+            "Create it again with /follow topic:<name> query:<arXiv query>."
         )
 
     @app_commands.command(name="topics", description="What this server follows, where, and how it is going")
@@ -393,11 +421,11 @@ class FollowCog(commands.Cog):
         await interaction.response.send_message(embed=topics_embed(guild_name, follows), ephemeral=True)
 
 
-def _topic_note(row: TopicRow, before: TopicRow | None, matched: int) -> str | None:
+def _topic_note(row: TopicRow, plan: TopicPlan, matched: int) -> str | None:
     papers = "1 stored paper matches" if matched == 1 else f"{matched:,} stored papers match"
-    if before is None or before.guild_id != row.guild_id:
+    if plan.current is None:
         return f"Created this server's topic **{safe_name(row.name)}**: {papers}."
-    if before.query != row.query:
+    if plan.changes_query:
         return f"Changed the query of **{safe_name(row.name)}**; its history was matched again: {papers}."
     return None
 

@@ -19,12 +19,11 @@ from bot.render import clip, neutralise_mentions, paper_compact_line, paper_embe
 from bot.store import SearchHit, TopicRow
 from bot.store.search import HIGHLIGHT_END, HIGHLIGHT_START
 from bot.topics.query import MAX_QUERY_LENGTH, parse_query
-from bot.topics.service import MAX_NAME_LENGTH
+from bot.topics.service import MAX_LATEST, MAX_NAME_LENGTH, SearchResult, check_latest_count
 from cogs.common import guild_id_of, paperbot, resolve_topic, topic_autocomplete
 from cogs.pagination import Page, inline_text, pack_lines, send_pages
 
 PER_PAGE = 5
-SEARCH_CANDIDATES = 500  # FTS5 rows read, before the exact evaluator confirms them
 MAX_SEARCH_RESULTS = 50
 SNIPPET_LIMIT = 320  # characters of a highlighted snippet as shown, after escaping
 MAX_ID_LENGTH = 200  # an id or an arxiv.org URL
@@ -119,13 +118,26 @@ def _filters_text(topic: TopicRow | None, since: datetime | None) -> str:
 
 
 def search_pages(
-    query_text: str, hits: Sequence[SearchHit], topic: TopicRow | None, since: datetime | None
+    query_text: str, result: SearchResult, topic: TopicRow | None, since: datetime | None
 ) -> list[Page]:
     shown = f"“{inline_text(query_text, SHOWN_INPUT)}”"
     filters = _filters_text(topic, since)
+    hits = result.hits
     if not hits:
-        return [Page(content=no_results_text(shown, filters))]
-    count = f"the {len(hits)} best results" if len(hits) >= MAX_SEARCH_RESULTS else _results(len(hits))
+        text = (
+            no_results_text(shown, filters) if result.complete else partial_none_text(shown, filters, result)
+        )
+        return [Page(content=text)]
+    if not result.complete:
+        best = "the best match" if len(hits) == 1 else f"the {len(hits)} best"
+        count = (
+            f"showing {best} of the first {result.checked:,} candidates, so there may be more: "
+            "narrow the query for a full answer"
+        )
+    elif len(hits) >= MAX_SEARCH_RESULTS:
+        count = f"the {len(hits)} best results"
+    else:
+        count = _results(len(hits))
     header = f"**Search** {shown}{filters}: {count}, best match first"
     entries = [search_entry(i, hit) for i, hit in enumerate(hits, start=1)]
     return [Page(content=text) for text in pack_lines(header, entries, per_page=PER_PAGE)]
@@ -140,6 +152,14 @@ def no_results_text(shown: str, filters: str) -> str:
         f"No stored paper matches {shown}{filters}. Try fewer or broader terms, a word prefix such as "
         "`diffus*`, OR between alternatives (`RLHF OR RLAIF`), or drop the filters. Only papers the bot "
         "has stored are searched."
+    )
+
+
+def partial_none_text(shown: str, filters: str, result: SearchResult) -> str:
+    return (
+        f"None of the first {result.checked:,} candidates matches {shown}{filters}, but the search stopped "
+        "there, so stored papers further down may. Narrow the query so the index finds fewer candidates: "
+        "a distinctive word in ti: or abs:, a longer prefix, a cat: filter, or since:."
     )
 
 
@@ -182,7 +202,7 @@ async def matched_topic_names(ctx: AppContext, guild_id: int, paper: Paper) -> l
     """Names of the topics this server can see (catalog and its own) that the paper matches; never
     another server's topics."""
     names = []
-    for topic in await ctx.store.topics.visible_to(guild_id):
+    for topic in await ctx.topics.visible_to(guild_id):
         query = ctx.topics.queries.get(topic.id)
         if query is not None and query.matches(paper):
             names.append(topic.name)
@@ -201,12 +221,13 @@ class HistoryCog(commands.Cog):
         self,
         interaction: discord.Interaction,
         topic: app_commands.Range[str, 1, MAX_NAME_LENGTH],
-        count: app_commands.Range[int, 1, 50] = 5,
+        count: app_commands.Range[int, 1, MAX_LATEST] = 5,
     ) -> None:
         bot = paperbot(interaction)
+        check_latest_count(count)  # before deferring, so the answer is private
         row = await resolve_topic(bot, guild_id_of(interaction), topic)
         await interaction.response.defer(thinking=True)
-        papers = await bot.ctx.store.topics.latest_papers(row.id, count, 0)
+        papers = await bot.ctx.topics.latest(row.id, count)
         await send_pages(interaction, latest_pages(row, papers, count))
 
     @app_commands.command(name="search", description="Search the stored papers with an arXiv-style query")
@@ -230,25 +251,10 @@ class HistoryCog(commands.Cog):
         since_at = parse_since(since)
         row = await resolve_topic(bot, guild_id_of(interaction), topic) if topic is not None else None
         await interaction.response.defer(thinking=True)
-        categories = await bot.ctx.topics.stored_categories(parsed)
-        hits = (
-            await bot.ctx.store.search.ranked(
-                parsed.to_fts5(),
-                topic_id=row.id if row else None,
-                categories=categories,
-                since=since_at,
-                limit=SEARCH_CANDIDATES,
-            )
-            if categories is not None  # None: a category no stored paper has, so nothing can match
-            else []
+        result = await bot.ctx.topics.search(
+            parsed, topic_id=row.id if row else None, since=since_at, want=MAX_SEARCH_RESULTS
         )
-        confirmed: list[SearchHit] = []
-        for hit in hits:  # FTS5 is a prefilter: the query's own evaluator decides
-            if parsed.matches(hit.paper):
-                confirmed.append(hit)
-                if len(confirmed) == MAX_SEARCH_RESULTS:
-                    break
-        await send_pages(interaction, search_pages(query, confirmed, row, since_at))
+        await send_pages(interaction, search_pages(query, result, row, since_at))
 
     @app_commands.command(name="paper", description="Show one paper's card, by arXiv id or link")
     @app_commands.describe(

@@ -12,7 +12,7 @@ from discord.ext import commands
 
 from bot.app import PaperBot
 from bot.charts import weekly_chart
-from bot.momentum import Momentum, rank_by_growth
+from bot.momentum import MAX_WEEKS, Momentum, check_weeks, rank_by_growth
 from bot.render import TITLE_LIMIT, clip, neutralise_mentions
 from bot.store import TopicRow
 from bot.topics.service import MAX_NAME_LENGTH
@@ -105,10 +105,11 @@ class MomentumCog(commands.Cog):
         self,
         interaction: discord.Interaction,
         topic: app_commands.Range[str, 1, MAX_NAME_LENGTH] | None = None,
-        weeks: app_commands.Range[int, 1, 52] = 4,
+        weeks: app_commands.Range[int, 1, MAX_WEEKS] = 4,
     ) -> None:
         bot = paperbot(interaction)
         guild_id = guild_id_of(interaction)
+        check_weeks(weeks)  # Discord's range is a hint to clients; checked here, before deferring
         if topic is not None:
             # Resolved before deferring, so a wrong name gets a private answer.
             row = await resolve_topic(bot, guild_id, topic)

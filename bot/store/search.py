@@ -33,21 +33,25 @@ class SearchRepo:
         categories: Sequence[str] = (),
         since: datetime | None = None,
         limit: int = 200,
+        offset: int = 0,
     ) -> list[SearchHit]:
-        """Best matches first (newest first when there is no text to rank by). Callers confirm each hit
-        with the query's exact evaluator: FTS5 is a prefilter that may return a little more."""
+        """Best matches first (newest first when there is no text to rank by), from the `offset`-th on.
+        Callers confirm each hit with the query's exact evaluator: FTS5 is a prefilter that may return more
+        (an ANDNOT part, an id or a category prefix are left to the evaluator)."""
+        if limit < 0 or offset < 0:  # SQLite reads LIMIT -1 as "no limit"
+            raise ValueError(f"limit and offset must not be negative (got {limit}, {offset})")
         where, params = paper_filter(topic_id=topic_id, categories=categories, since=since)
         if fts is None:
             rows = await self.db.fetchall(
                 f"SELECT p.*, substr(p.abstract, 1, 240) AS snip FROM papers p WHERE 1{where}"
-                " ORDER BY p.published DESC LIMIT ?",
-                (*params, limit),
+                " ORDER BY p.published DESC, p.pk DESC LIMIT ? OFFSET ?",
+                (*params, limit, offset),
             )
         else:
             rows = await self.db.fetchall(
                 f"SELECT p.*, snippet(papers_fts, 1, ?, ?, '…', 24) AS snip FROM papers_fts"
                 f" JOIN papers p ON p.pk = papers_fts.rowid WHERE papers_fts MATCH ?{where}"
-                f" ORDER BY {_BM25} LIMIT ?",
-                (HIGHLIGHT_START, HIGHLIGHT_END, fts, *params, limit),
+                f" ORDER BY {_BM25}, p.pk LIMIT ? OFFSET ?",
+                (HIGHLIGHT_START, HIGHLIGHT_END, fts, *params, limit, offset),
             )
         return [SearchHit(paper_from_row(r), r["snip"]) for r in rows]

@@ -1,8 +1,16 @@
-"""Topics (catalog and per-server) and their materialised matches."""
+"""Topics (catalog and per-server) and their materialised matches.
+
+A topic's name is compared in two ways, both blind to script: `fold_name` (Unicode normalised, case-folded,
+spaces collapsed) says two names are the same name; `topic_key` (letters, digits and marks of any script,
+everything else one hyphen) says two names are too close to tell apart, e.g. "Graph Theory" and
+"graph-theory!". A server's own topic stores its key as its slug, so the database keeps keys unique per server.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+import sqlite3
+import unicodedata
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -11,6 +19,25 @@ from bot.store.database import Database
 from bot.store.papers import from_ts, paper_filter, paper_from_row, to_ts
 
 CATALOG_GUILD = 0
+
+
+def fold_name(name: str) -> str:
+    """A name as compared: NFKC, case-folded (ß = ss, Σ = σ), runs of white space as one space."""
+    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name).casefold())
+    return " ".join(folded.split())
+
+
+def topic_key(name: str) -> str:
+    """Letters, digits and combining marks of any script, every other run of characters one hyphen: "量子"
+    and "機械学習" stay apart, "Graph Theory" and "graph-theory!" meet. A name with none of those (emoji,
+    symbols) keys by its folded self, so "🙂" and "🚀" stay apart too."""
+    folded = fold_name(name)
+    kept = "".join(c if unicodedata.category(c)[0] in "LNM" else " " for c in folded)
+    return "-".join(kept.split()) or "-".join(folded.split())
+
+
+class TopicNameTaken(Exception):
+    """A server already has a topic whose name has this key (two saves raced, or a legacy row)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +58,18 @@ def _topic(row: object) -> TopicRow:
     return TopicRow(row["id"], row["guild_id"], row["slug"], row["name"], row["description"], row["query"])  # type: ignore[index]
 
 
+def find_named(topics: Iterable[TopicRow], name_or_slug: str) -> TopicRow | None:
+    """The topic with exactly that name, else with that name or slug once folded, else the one whose name
+    has the same key."""
+    topics = list(topics)
+    text = " ".join(name_or_slug.split())
+    wanted, key = fold_name(text), topic_key(text)
+    exact = (t for t in topics if t.name == text)
+    same = (t for t in topics if wanted in (fold_name(t.name), fold_name(t.slug)))
+    close = (t for t in topics if key in (topic_key(t.name), t.slug))
+    return next(exact, None) or next(same, None) or next(close, None)
+
+
 class TopicRepo:
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -38,7 +77,8 @@ class TopicRepo:
     async def save(
         self, *, guild_id: int, slug: str, name: str, description: str, query: str, at: datetime
     ) -> tuple[TopicRow, bool]:
-        """Insert or update a topic by (guild, slug); returns it and whether its query changed (or it is new)."""
+        """Insert or update a topic by (guild, slug): the catalog's way, where the slug is the identity.
+        Returns it and whether its query changed (or it is new). A server's own topics use `create`/`change`."""
         current = await self.db.fetchone(
             "SELECT * FROM topics WHERE guild_id = ? AND slug = ?", (guild_id, slug)
         )
@@ -68,25 +108,91 @@ class TopicRepo:
                 await conn.execute("DELETE FROM topic_matches WHERE topic_id = ?", (row["id"],))  # type: ignore[index]
         return _topic(row), changed
 
+    async def create(
+        self, *, guild_id: int, name: str, description: str, query: str, at: datetime
+    ) -> TopicRow:
+        """A new topic of a server, its slug the name's key. Never replaces a topic: raises TopicNameTaken
+        when the server has one whose name has the same key."""
+        try:
+            async with self.db.transaction() as conn:
+                cursor = await conn.execute(
+                    "INSERT INTO topics (guild_id, slug, name, description, query, created_at, updated_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (guild_id, topic_key(name), name, description, query, to_ts(at), to_ts(at)),
+                )
+                topic_id = cursor.lastrowid
+        except sqlite3.IntegrityError:
+            raise TopicNameTaken(name) from None
+        created = await self.get(int(topic_id or 0))
+        assert created is not None
+        return created
+
+    async def change(self, topic_id: int, *, query: str, at: datetime) -> tuple[TopicRow, bool]:
+        """A new query for a topic; its recorded matches are dropped when the query differs (the caller matches
+        the history again). Returns the topic and whether the query changed."""
+        async with self.db.transaction() as conn:
+            before = await self.get(topic_id)
+            if before is None:
+                raise LookupError(f"no topic {topic_id}")
+            if before.query == query:
+                return before, False
+            await conn.execute(
+                "UPDATE topics SET query = ?, updated_at = ? WHERE id = ?", (query, to_ts(at), topic_id)
+            )
+            await conn.execute("DELETE FROM topic_matches WHERE topic_id = ?", (topic_id,))
+        changed = await self.get(topic_id)
+        assert changed is not None
+        return changed, True
+
     async def get(self, topic_id: int) -> TopicRow | None:
         row = await self.db.fetchone("SELECT * FROM topics WHERE id = ?", (topic_id,))
         return _topic(row) if row else None
 
+    async def own(self, guild_id: int) -> list[TopicRow]:
+        """A server's own topics (none of the catalog's), by name."""
+        rows = await self.db.fetchall("SELECT * FROM topics WHERE guild_id = ?", (guild_id,))
+        return sorted((_topic(r) for r in rows), key=lambda t: fold_name(t.name))
+
     async def find(self, guild_id: int, name_or_slug: str) -> TopicRow | None:
-        """A server's own topic first, then the catalog; case-insensitive on name or slug."""
-        row = await self.db.fetchone(
-            "SELECT * FROM topics WHERE guild_id IN (?, ?) AND (name = ? COLLATE NOCASE OR slug = ? COLLATE NOCASE)"
-            " ORDER BY guild_id = ? DESC LIMIT 1",
-            (guild_id, CATALOG_GUILD, name_or_slug.strip(), name_or_slug.strip(), CATALOG_GUILD),
-        )
-        return _topic(row) if row else None
+        """The topic a server means by a name: its own before the catalog's, and within each the same name
+        or slug before a name with the same key. So a catalog topic can never hide a server's own."""
+        own = await self.own(guild_id) if guild_id != CATALOG_GUILD else []
+        return find_named(own, name_or_slug) or find_named(await self.own(CATALOG_GUILD), name_or_slug)
 
     async def visible_to(self, guild_id: int) -> list[TopicRow]:
+        """The catalog and the server's own topics, by name; a catalog topic named like one of the server's
+        own (same key) is left out: inside that server the name means the server's topic."""
+        own = await self.own(guild_id) if guild_id != CATALOG_GUILD else []
+        taken = {topic_key(t.name) for t in own}
+        catalog = [t for t in await self.own(CATALOG_GUILD) if topic_key(t.name) not in taken]
+        return sorted([*own, *catalog], key=lambda t: fold_name(t.name))
+
+    async def count_own(self, guild_id: int) -> int:
+        row = await self.db.fetchone("SELECT COUNT(*) FROM topics WHERE guild_id = ?", (guild_id,))
+        return int(row[0]) if row else 0
+
+    async def rekey_legacy(self) -> list[tuple[TopicRow, str]]:
+        """Give the server topics queued by migration 0007 their key as slug (SQL has no Unicode case folding,
+        so the migration only finds them). A key already taken in that server keeps the topic reachable by
+        name with the topic's id appended. Returns (topic, new slug) for each topic changed."""
         rows = await self.db.fetchall(
-            "SELECT * FROM topics WHERE guild_id IN (?, ?) ORDER BY name COLLATE NOCASE",
-            (guild_id, CATALOG_GUILD),
+            "SELECT t.* FROM topic_rekeys r JOIN topics t ON t.id = r.topic_id ORDER BY t.id"
         )
-        return [_topic(r) for r in rows]
+        changed = []
+        async with self.db.transaction() as conn:
+            for row in map(_topic, rows):
+                slug = topic_key(row.name)
+                taken = await self.db.fetchone(
+                    "SELECT id FROM topics WHERE guild_id = ? AND slug = ? AND id != ?",
+                    (row.guild_id, slug, row.id),
+                )
+                if taken is not None:
+                    slug = f"{slug}-{row.id}"
+                if slug != row.slug:
+                    await conn.execute("UPDATE topics SET slug = ? WHERE id = ?", (slug, row.id))
+                    changed.append((row, slug))
+            await conn.execute("DELETE FROM topic_rekeys")
+        return changed
 
     async def all(self) -> list[TopicRow]:
         return [_topic(r) for r in await self.db.fetchall("SELECT * FROM topics ORDER BY id")]
@@ -95,15 +201,17 @@ class TopicRepo:
         await self.db.execute("DELETE FROM topics WHERE id = ?", (topic_id,))
 
     async def add_matches(self, pairs: Sequence[tuple[int, str]], at: datetime) -> int:
-        """Record (topic_id, arxiv_id) matches; already recorded ones are kept as they were."""
+        """Record (topic_id, arxiv_id) matches; already recorded ones are kept as they were, and those of a
+        topic deleted meanwhile (a history match still running when /unfollow deleted it) are dropped."""
         if not pairs:
             return 0
         async with self.db.transaction() as conn:
             before = conn.total_changes
             await conn.executemany(
                 "INSERT OR IGNORE INTO topic_matches (topic_id, published, paper_pk, matched_at)"
-                " SELECT ?, published, pk, ? FROM papers WHERE arxiv_id = ?",
-                [(topic_id, to_ts(at), arxiv_id) for topic_id, arxiv_id in pairs],
+                " SELECT t.id, p.published, p.pk, ? FROM papers p JOIN topics t ON t.id = ?"
+                " WHERE p.arxiv_id = ?",
+                [(to_ts(at), topic_id, arxiv_id) for topic_id, arxiv_id in pairs],
             )
             return conn.total_changes - before
 
@@ -123,12 +231,31 @@ class TopicRepo:
         return [from_ts(r[0]) for r in rows]
 
     async def latest_papers(self, topic_id: int, limit: int, offset: int = 0) -> list[Paper]:
+        if limit < 0 or offset < 0:  # SQLite reads LIMIT -1 as "no limit"
+            raise ValueError(f"limit and offset must not be negative (got {limit}, {offset})")
         rows = await self.db.fetchall(
             "SELECT p.* FROM topic_matches m JOIN papers p ON p.pk = m.paper_pk WHERE m.topic_id = ?"
             " ORDER BY m.published DESC LIMIT ? OFFSET ?",
             (topic_id, limit, offset),
         )
         return [paper_from_row(r) for r in rows]
+
+    async def count_candidates(
+        self, fts: str | None, *, categories: Sequence[str] = (), since: datetime | None = None, cap: int
+    ) -> int:
+        """How many stored papers `candidates` would yield, counted up to `cap` (so asking costs at most
+        `cap` rows however broad the prefilter is)."""
+        where, params = paper_filter(categories=categories, since=since)
+        if fts is None:
+            sql = f"SELECT 1 FROM papers p WHERE 1{where} LIMIT ?"
+        else:  # the full-text index drives, so the count stops at the cap
+            sql = (
+                "SELECT 1 FROM papers_fts JOIN papers p ON p.pk = papers_fts.rowid"
+                f" WHERE papers_fts MATCH ?{where} LIMIT ?"
+            )
+            params.insert(0, fts)
+        row = await self.db.fetchone(f"SELECT COUNT(*) FROM ({sql})", (*params, cap))
+        return int(row[0]) if row else 0
 
     async def candidates(
         self,

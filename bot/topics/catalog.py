@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.errors import ConfigError
+from bot.store.topics import fold_name, topic_key
 from bot.topics.query import QuerySyntaxError, TopicQuery, parse_query
 
 _SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -39,7 +40,8 @@ def load_catalog(path: Path | None = None) -> list[CatalogTopic]:
     """Load and validate a catalog file (default: the packaged `catalog.toml`), in file order.
 
     Raises CatalogError on unreadable or invalid TOML, a missing or empty field, a malformed slug,
-    a query that does not parse, or a slug or name that repeats another topic's (case-insensitively).
+    a query that does not parse, or a slug or name that repeats another topic's (by key: case, spacing and
+    punctuation aside, in any script).
     """
     source, text = _read(path)
     try:
@@ -55,12 +57,12 @@ def load_catalog(path: Path | None = None) -> list[CatalogTopic]:
 
 
 def find_topic(catalog: list[CatalogTopic], name_or_slug: str) -> CatalogTopic | None:
-    """The topic whose name or slug equals `name_or_slug`, ignoring case and repeated spaces."""
-    wanted = _fold(name_or_slug)
-    for topic in catalog:
-        if wanted in (_fold(topic.slug), _fold(topic.name)):
-            return topic
-    return None
+    """The topic whose name or slug is `name_or_slug` ignoring case and repeated spaces, else the one whose
+    name or slug has its key (punctuation aside too)."""
+    wanted, key = fold_name(name_or_slug), topic_key(name_or_slug)
+    same = (t for t in catalog if wanted in (fold_name(t.slug), fold_name(t.name)))
+    close = (t for t in catalog if key in (t.slug, topic_key(t.name)))
+    return next(same, None) or next(close, None)
 
 
 def _read(path: Path | None) -> tuple[str, str]:
@@ -114,10 +116,10 @@ def _categories(value: object, fail: Callable[[str], CatalogError]) -> tuple[str
 
 
 def _check_unique(topics: list[CatalogTopic], source: str) -> None:
-    # Names and slugs share one namespace because find_topic accepts either.
+    # Names and slugs share one namespace of keys because find_topic (and a server's lookups) accept either.
     owners: dict[str, CatalogTopic] = {}
     for topic in topics:
-        for key in {_fold(topic.slug), _fold(topic.name)}:
+        for key in {topic.slug, topic_key(topic.name)}:
             other = owners.get(key)
             if other is not None:
                 raise CatalogError(
@@ -137,7 +139,3 @@ def _label(entry: dict[str, Any], index: int) -> str:
 
 def _describe(topic: CatalogTopic) -> str:
     return f"{topic.name!r} (slug {topic.slug!r})"
-
-
-def _fold(text: str) -> str:
-    return " ".join(text.split()).casefold()

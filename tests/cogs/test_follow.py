@@ -17,6 +17,8 @@ from bot.clock import FakeClock
 from bot.models import Paper
 from bot.render import paper_compact_line
 from bot.store import Follow, TopicRow
+from bot.topics.catalog import CatalogTopic
+from bot.topics.query import parse_query
 from cogs.follow import fit_lines, follow_message
 from tests.factories import BASE_TIME, make_paper
 from tests.fakes.arxiv_server import FakeArxiv
@@ -322,6 +324,194 @@ async def test_follow_a_forum_posts_each_paper_as_a_thread(running: Any) -> None
     assert thread["name"].startswith("GRPO for reasoning")
 
 
+async def test_names_in_any_script_stay_distinct_and_a_clash_names_the_existing_topic(running: Any) -> None:
+    bot, discord, w = running
+
+    async def follow(member: Member, topic: str, query: str, channel: Channel) -> Interaction:
+        return await invoke(
+            discord, w.guild, w.papers, member, "follow", topic=topic, query=query, channel=channel
+        )
+
+    quantum = await public_reply(await follow(w.admin, "量子", "ti:quantum", w.papers))
+    learning = await public_reply(await follow(w.admin, "機械学習", "ti:learning", w.other))
+    assert (
+        "Created this server's topic **量子**" in quantum
+        and "Created this server's topic **機械学習**" in learning
+    )
+    topics = bot.ctx.topics
+    first, second = await topics.find(w.guild.id, "量子"), await topics.find(w.guild.id, "機械学習")
+    assert first is not None and second is not None and first.id != second.id
+    assert (first.query, second.query) == ("ti:quantum", "ti:learning")
+    follows = {(f.topic_name, f.channel_id) for f in await bot.ctx.store.follows.for_guild(w.guild.id)}
+    assert follows == {("量子", w.papers.id), ("機械学習", w.other.id)}
+
+    await public_reply(await follow(w.admin, "Graph Theory", "ti:graph", w.papers))
+    clash = await ephemeral_reply(await follow(w.admin, "graph-theory!", "ti:theorem", w.other))
+    assert "already has the topic “Graph Theory”" in clash and "Created" not in clash
+    graph = await topics.find(w.guild.id, "Graph Theory")
+    assert graph is not None and (graph.name, graph.query) == ("Graph Theory", "ti:graph")
+    assert len(await bot.ctx.store.follows.for_guild(w.guild.id)) == 3  # nothing followed on the refusal
+
+
+async def test_changing_a_topic_other_channels_follow_needs_manage_server(running: Any) -> None:
+    bot, discord, w = running
+    for channel in (w.papers, w.other):
+        await public_reply(
+            await invoke(
+                discord,
+                w.guild,
+                w.papers,
+                w.admin,
+                "follow",
+                topic="Sparse",
+                query="ti:sparse",
+                channel=channel,
+            )
+        )
+
+    refused = await ephemeral_reply(
+        await invoke(discord, w.guild, w.papers, w.moderator, "follow", topic="Sparse", query="ti:dense")
+    )
+    assert "Manage Server" in refused and f"<#{w.other.id}>" in refused
+    topic = await bot.ctx.topics.find(w.guild.id, "Sparse")
+    assert topic is not None and topic.query == "ti:sparse"
+    # re-following with the same query changes nothing else, so it stays the moderator's to do
+    same = await public_reply(
+        await invoke(discord, w.guild, w.papers, w.moderator, "follow", topic="Sparse", query="ti:sparse")
+    )
+    assert "already followed" in same
+
+    await (
+        await invoke(discord, w.guild, w.papers, w.admin, "unfollow", topic="Sparse", channel=w.other)
+    ).wait_response()
+    changed = await public_reply(
+        await invoke(discord, w.guild, w.papers, w.moderator, "follow", topic="Sparse", query="ti:dense")
+    )
+    assert "Changed the query of **Sparse**" in changed  # every follower is in a channel they manage
+    topic = await bot.ctx.topics.find(w.guild.id, "Sparse")
+    assert topic is not None and topic.query == "ti:dense"
+
+
+def crowd(n: int) -> list[Paper]:
+    words = ["kalman", "karma", "lorentz", "logic"]
+    return [plain_paper(5000 + i, f"{words[i % 4]} common things {i}") for i in range(n)]
+
+
+async def test_queries_that_would_scan_the_whole_history_are_refused_with_how_to_narrow(running: Any) -> None:
+    bot, discord, w = running
+    await ingest(bot, crowd(1200))
+
+    async def refusal(query: str) -> str:
+        return await ephemeral_reply(
+            await invoke(discord, w.guild, w.papers, w.admin, "follow", topic="Everything", query=query)
+        )
+
+    for query in ("a*", "au:k", "cat:cs.*", "id:2611*"):
+        text = await refusal(query)
+        assert "no word the search index can use" in text and "AND" in text, query
+    broad = await refusal("ka* OR lo*")
+    assert "too broad" in broad and "1,200 stored papers" in broad and "at least 4 letters" in broad
+    assert await bot.ctx.store.topics.own(w.guild.id) == []
+    assert await bot.ctx.store.follows.for_guild(w.guild.id) == []
+    fine = await public_reply(
+        await invoke(discord, w.guild, w.papers, w.admin, "follow", topic="Kalman", query="ti:kalman")
+    )
+    assert "300 stored papers match" in fine
+
+
+async def test_a_server_may_change_ten_queries_an_hour_and_keep_fifty_topics(running: Any) -> None:
+    bot, discord, w = running
+    clock = bot.ctx.clock
+
+    async def follow(topic: str, query: str) -> Interaction:
+        return await invoke(discord, w.guild, w.papers, w.admin, "follow", topic=topic, query=query)
+
+    for n in range(10):
+        await public_reply(await follow(f"Topic {n}", f"ti:word{n}"))
+    slow_down = await ephemeral_reply(await follow("Topic 10", "ti:word10"))
+    assert "10 topic queries in the last hour" in slow_down and "Try again in 60 minutes" in slow_down
+    clock.advance(3600)
+    for n in range(10, 50):
+        clock.advance(360)
+        await bot.ctx.topics.save_custom(w.guild.id, f"Topic {n}", f"ti:word{n}")
+    clock.advance(3600)
+    full = await ephemeral_reply(await follow("Topic 50", "ti:word50"))
+    assert "50 topics of its own" in full and "/unfollow" in full
+
+    # Topic 49 is followed nowhere: /unfollow deletes it, which makes room
+    deleted = await (
+        await invoke(discord, w.guild, w.papers, w.admin, "unfollow", topic="Topic 49")
+    ).wait_response()
+    assert "Deleted this server's topic **Topic 49**" in deleted["data"]["content"]
+    assert await bot.ctx.topics.find(w.guild.id, "Topic 49") is None
+    assert "now follows **Topic 50**" in await public_reply(await follow("Topic 50", "ti:word50"))
+    assert await bot.ctx.store.topics.count_own(w.guild.id) == 50
+
+
+async def test_unfollowing_the_last_channel_keeps_the_topic_and_only_a_manager_deletes_it(
+    running: Any,
+) -> None:
+    bot, discord, w = running
+    await public_reply(
+        await invoke(discord, w.guild, w.papers, w.moderator, "follow", topic="Sparse", query="ti:sparse")
+    )
+    last = await (
+        await invoke(discord, w.guild, w.papers, w.moderator, "unfollow", topic="Sparse")
+    ).wait_response()
+    assert "stays this server's topic" in last["data"]["content"]
+    refused = await ephemeral_reply(
+        await invoke(discord, w.guild, w.papers, w.moderator, "unfollow", topic="Sparse")
+    )
+    assert "Manage Server" in refused
+    assert await bot.ctx.topics.find(w.guild.id, "Sparse") is not None
+    catalog = await ephemeral_reply(await invoke(discord, w.guild, w.papers, w.admin, "unfollow", topic=RL))
+    assert "not followed in this server" in catalog  # the catalog's topics are never deleted
+
+
+async def test_a_servers_topic_wins_over_a_catalog_topic_of_the_same_name(running: Any) -> None:
+    bot, discord, w = running
+    widget, quantum = plain_paper(1, "Widget assembly lines"), plain_paper(2, "Quantum sensing")
+    await ingest(bot, [widget, quantum])
+    await public_reply(
+        await invoke(
+            discord, w.guild, w.papers, w.admin, "follow", topic="Quantum Widgets", query="ti:widget"
+        )
+    )
+    # The next release's catalog brings a topic of the same name (a restart stores it like this).
+    twin = CatalogTopic("quantum-widgets", "Quantum Widgets", "Catalog twin.", parse_query("ti:quantum"))
+    await bot.ctx.topics.start([twin])
+
+    latest = await public_reply(
+        await invoke(discord, w.guild, w.papers, w.admin, "latest", topic="Quantum Widgets")
+    )
+    assert widget.arxiv_id in latest and quantum.arxiv_id not in latest
+    choices = await discord.autocomplete(
+        w.guild, w.papers, w.admin, "latest", [{"name": "topic", "value": "quantum"}]
+    )
+    assert [c["name"] for c in choices] == ["Quantum Widgets"]
+    changed = await public_reply(
+        await invoke(
+            discord,
+            w.guild,
+            w.papers,
+            w.admin,
+            "follow",
+            topic="Quantum Widgets",
+            query="ti:widget OR ti:widgets",
+        )
+    )
+    assert "Changed the query of **Quantum Widgets**" in changed
+    gone = await (
+        await invoke(discord, w.guild, w.papers, w.admin, "unfollow", topic="quantum widgets")
+    ).wait_response()
+    assert "Unfollowed **Quantum Widgets** in 1 channel" in gone["data"]["content"]
+    # in another server the name means the catalog's topic
+    elsewhere = await public_reply(
+        await invoke(discord, w.guild_b, w.b_papers, w.b_admin, "latest", topic="Quantum Widgets")
+    )
+    assert quantum.arxiv_id in elsewhere and widget.arxiv_id not in elsewhere
+
+
 # ---------------------------------------------------------------------------------------------------------
 # /unfollow, /topics, and one server never touching another's follows
 
@@ -380,9 +570,11 @@ async def test_topics_lists_follows_and_unfollow_removes_them(running: Any) -> N
 
 async def test_topics_fits_discord_limits_with_many_follows(running: Any) -> None:
     bot, discord, w = running
-    for n in range(60):
+    for n in range(60):  # more than the 50 own topics a server may create: some could be catalog topics
         name = f"{n:02d} " + "very long topic name " * 4
-        topic, _ = await bot.ctx.topics.save_custom(w.guild.id, name[:80], f"ti:word{n}")
+        topic = await bot.ctx.store.topics.create(
+            guild_id=w.guild.id, name=name[:80], description="", query=f"ti:word{n}", at=NOW
+        )
         await bot.ctx.store.follows.upsert(
             guild_id=w.guild.id,
             channel_id=w.papers.id,

@@ -7,7 +7,7 @@ custom topics never leak between tests, and uses its own words and paper numbers
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.clock import FakeClock
+from bot.models import Paper
 from bot.store.search import HIGHLIGHT_END, HIGHLIGHT_START
 from cogs.history import highlight, parse_since
 from cogs.pagination import NOT_YOURS, Page, Paginator, pack_lines
@@ -167,6 +168,86 @@ async def test_search_without_results_suggests_what_to_try(server: Server) -> No
     reply = await answer(await server.run("search", query="xylophonically"))
     assert "No stored paper matches" in reply["content"] and "diffus*" in reply["content"]
     assert reply["components"] == []
+    no_violations(server.env)
+
+
+def transformer_crowd() -> list[Paper]:
+    """1,200 papers where "transformer" ranks high and "attention" is always there (each hundredth about
+    layers, the rest about heads), three where it ranks low and "attention" is not, and two old papers of
+    January 2020 (ids 2001.*), far down a newest-first list."""
+    crowded = [
+        make_paper(
+            20000 + i,
+            title=f"Transformer attention study {i}",
+            abstract="Transformer attention layers." if i % 100 == 0 else "Transformer attention heads.",
+        )
+        for i in range(1200)
+    ]
+    plain = [
+        make_paper(
+            22000 + i,
+            title=f"Sequence models survey {i}",
+            abstract="A long abstract. " * 20 + "A transformer.",
+        )
+        for i in range(3)
+    ]
+    old = [
+        make_paper(
+            1, arxiv_id=f"2001.0{i:04d}", title=f"Old paper {i}", published=BASE_TIME - timedelta(days=2500)
+        )
+        for i in range(2)
+    ]
+    return [*crowded, *plain, *old]
+
+
+@module_loop
+async def test_search_finds_matches_past_the_first_500_candidates(server: Server) -> None:
+    papers = transformer_crowd()
+    await store_as_polled(server.env.bot, papers)
+    plain, old = papers[1200:1203], papers[1203:]
+
+    negated = (await answer(await server.run("search", query="transformer ANDNOT attention")))["content"]
+    assert "No stored paper" not in negated and "3 results" in negated
+    assert all(p.arxiv_id in negated for p in plain)
+    fields = (await answer(await server.run("search", query="abs:transformer ANDNOT ti:attention")))[
+        "content"
+    ]
+    assert "3 results" in fields
+    by_id = (await answer(await server.run("search", query="id:2001*")))["content"]
+    assert "2 results" in by_id and all(p.arxiv_id in by_id for p in old)
+    no_violations(server.env)
+
+
+@module_loop
+async def test_a_search_stopped_by_its_bound_says_it_is_partial_never_none(server: Server) -> None:
+    topics = server.env.bot.ctx.topics
+    await store_as_polled(server.env.bot, transformer_crowd())  # stored already by the test above, or now
+    bounded = replace(topics.limits, search_candidates=700)
+    topics.limits, default = bounded, topics.limits
+    try:
+        none_yet = (await answer(await server.run("search", query="transformer ANDNOT attention")))["content"]
+        some = (await answer(await server.run("search", query="transformer ANDNOT heads")))["content"]
+    finally:
+        topics.limits = default
+    assert "No stored paper matches" not in none_yet
+    assert "None of the first 700 candidates" in none_yet and "Narrow the query" in none_yet
+    assert "showing the 7 best of the first 700 candidates" in some and "narrow the query" in some
+    whole = (await answer(await server.run("search", query="transformer ANDNOT heads")))["content"]
+    assert "15 results" in whole  # within the default bound: all twelve "layers" papers and the three
+    no_violations(server.env)
+
+
+@pytest.mark.parametrize("count", [-1, 0, 51])
+@module_loop
+async def test_latest_with_a_count_outside_1_to_50_is_refused_privately(server: Server, count: int) -> None:
+    bot = server.env.bot
+    await store_as_polled(bot, [make_paper(130 + i, title=f"Capybara habits {i}") for i in range(3)])
+    await bot.ctx.topics.save_custom(server.guild.id, "Capybaras", "ti:capybara")
+    # Discord's range is a hint to clients: a crafted request reaches the bot with any number.
+    interaction = await server.run("latest", topic="Capybaras", count=count)
+    reply = await answer(interaction)
+    assert interaction.callback_type == 4 and reply["flags"] & EPHEMERAL
+    assert "from 1 to 50" in reply["content"]
     no_violations(server.env)
 
 

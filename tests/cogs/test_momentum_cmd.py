@@ -208,3 +208,18 @@ def test_change_text_names_growth_decline_and_small_counts() -> None:
     assert change_text(momentum(3, 0)) == "new"
     assert change_text(momentum(0, 0)) == "no papers"
     assert change_text(momentum(3, 2)) == "+50% (few papers)"
+
+
+@pytest.mark.parametrize("weeks", [0, -3, 53, 1_000_000_000])
+@module_loop
+async def test_weeks_outside_1_to_52_get_a_private_answer_saying_what_is_allowed(
+    server: Server, weeks: int
+) -> None:
+    # Discord's own range check is a hint to clients; a crafted request reaches the bot with any number.
+    await server.follow("RL Post-Training")
+    for options in ({"topic": "RL Post-Training", "weeks": weeks}, {"weeks": weeks}):
+        interaction = await server.run("momentum", **options)
+        reply = await answer(interaction)
+        assert interaction.callback_type == 4 and reply["flags"] & EPHEMERAL
+        assert "from 1 to 52" in reply["content"] and str(weeks) in reply["content"]
+    assert server.env.discord.violations == []

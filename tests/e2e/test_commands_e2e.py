@@ -82,3 +82,38 @@ async def test_hostile_titles_are_posted_safely(
         title = message["embeds"][0]["title"]
         assert "@everyone" not in title and "<@123>" not in title
         assert "4×" in title and "~15%" in title
+
+
+async def test_topics_named_in_other_scripts_each_post_their_own_papers(
+    tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv, clock: FakeClock
+) -> None:
+    """Two server topics whose names share no ASCII letter: each keeps its query, and each channel gets only
+    its own topic's papers (they once shared one slug, and the second overwrote the first)."""
+    guild = discord.add_guild("Lab")
+    quantum_channel = discord.add_text_channel(guild, "量子")
+    learning_channel = discord.add_text_channel(guild, "機械学習")
+    admin = discord.add_member(guild, "ada", permissions=ALL_PERMISSIONS)
+    async with running_paperbot(tmp_path, discord, arxiv, clock=clock) as bot:
+        await first_poll(bot)
+        for channel, name, query in (
+            (quantum_channel, "量子", "ti:qubit"),
+            (learning_channel, "機械学習", "ti:perceptron"),
+        ):
+            interaction = await discord.invoke(
+                guild,
+                channel,
+                admin,
+                "follow",
+                [{"name": "topic", "value": name}, {"name": "query", "value": query}],
+            )
+            reply = await interaction.wait_original(lambda m: bool(m.get("content")))
+            assert f"Created this server's topic **{name}**" in reply["content"]
+
+        clock.advance(3600)
+        qubits = announced(clock, ["Qubit routing on sparse hardware"])
+        perceptrons = announced(clock, ["Perceptron capacity revisited"], start=10)
+        arxiv.papers += qubits + perceptrons + announced(clock, OTHER_TITLES, start=100)
+        await bot.ctx.ingestor().poll_once()
+        await bot.worker.deliver_once()
+        assert embed_urls(discord.messages(quantum_channel.id)) == [p.abs_url for p in qubits]
+        assert embed_urls(discord.messages(learning_channel.id)) == [p.abs_url for p in perceptrons]
