@@ -32,6 +32,7 @@ MAX_RESULTS_PER_CALL: Final = 2000
 ID_CHUNK: Final = 100
 SORT_BY: Final = frozenset({"relevance", "lastUpdatedDate", "submittedDate"})
 SORT_ORDER: Final = frozenset({"ascending", "descending"})
+QUERY_IN_LOGS: Final = 60
 
 # Clark names computed once: comparing tags to constants is the cheapest way to walk 2,000 entries.
 _FEED = f"{{{ATOM_NS}}}feed"
@@ -268,6 +269,11 @@ def parse_feed(data: bytes, *, query: str = "") -> FeedPage:
     )
 
 
+def shorten(query: str, limit: int = QUERY_IN_LOGS) -> str:
+    """A query as logs and errors name it: whole when short, else its start (a backfill query can run long)."""
+    return query if len(query) <= limit else query[: limit - 1] + "…"
+
+
 def category_query(categories: Sequence[str]) -> str:
     """`cat:cs.AI` for one category, `(cat:cs.AI OR cat:cs.LG)` for several, so it composes under AND."""
     names = list(dict.fromkeys(c.strip() for c in categories))
@@ -335,7 +341,7 @@ class ArxivClient:
             return await _read_page(fetched, query=query, start=start)
 
         return await self.http.get(
-            self.base_url, read, params=params, what=f"arXiv API ({query}, start {start})"
+            self.base_url, read, params=params, what=f"arXiv API ({shorten(query)}, start {start})"
         )
 
 

@@ -7,6 +7,7 @@ reads real pages reads these too. Built with lxml so every character is escaped 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from lxml import etree
@@ -39,6 +40,52 @@ def _feed(title: str, *, total: int, start: int, items_per_page: int) -> etree._
     _add(feed, OPENSEARCH_NS, "totalResults", str(total))
     _add(feed, OPENSEARCH_NS, "startIndex", str(start))
     return feed
+
+
+@dataclass(frozen=True, slots=True)
+class RawEntry:
+    """An entry served exactly as written: what arXiv's schema allows but no Paper can hold (a year-9999 date,
+    a 20-digit version, a missing id). FakeArxiv files it under `published` when filtering and sorting by
+    submission date (None: it matches every date range and sorts newest), and under `categories`."""
+
+    xml: str
+    published: datetime | None = None
+    categories: tuple[str, ...] = ("cs.LG", "cs.AI")
+
+
+# Element names `entry_xml` can rewrite, by the name tests use.
+_RAW_FIELDS = {
+    "id": (ATOM_NS, "id"),
+    "title": (ATOM_NS, "title"),
+    "summary": (ATOM_NS, "summary"),
+    "published": (ATOM_NS, "published"),
+    "updated": (ATOM_NS, "updated"),
+    "comment": (ARXIV_NS, "comment"),
+    "journal_ref": (ARXIV_NS, "journal_ref"),
+    "doi": (ARXIV_NS, "doi"),
+}
+
+
+def entry_xml(paper: Paper, **raw: str | None) -> str:
+    """The entry of `paper` as XML text, with the text of the named elements (id, title, summary, published,
+    updated, comment, journal_ref, doi) replaced; None removes the element."""
+    holder = etree.Element(f"{{{ATOM_NS}}}feed", nsmap=_NSMAP)  # type: ignore[arg-type]
+    _entry(holder, paper)
+    [entry] = holder
+    for name, text in raw.items():
+        ns, tag = _RAW_FIELDS[name]
+        found = entry.find(f"{{{ns}}}{tag}")
+        if found is None:
+            found = _add(entry, ns, tag)
+        if text is None:
+            entry.remove(found)
+        else:
+            found.text = text
+    return etree.tostring(entry, encoding="unicode")
+
+
+def _raw_entry(feed: etree._Element, raw: RawEntry) -> None:
+    feed.append(etree.fromstring(raw.xml))
 
 
 def _entry(feed: etree._Element, paper: Paper) -> None:
@@ -87,7 +134,7 @@ def _serialise(feed: etree._Element) -> bytes:
 
 
 def atom_feed(
-    papers: Sequence[Paper],
+    papers: Sequence[Paper | RawEntry],
     *,
     total: int,
     start: int,
@@ -102,7 +149,10 @@ def atom_feed(
         items_per_page=len(papers) if items_per_page is None else items_per_page,
     )
     for paper in papers:
-        _entry(feed, paper)
+        if isinstance(paper, RawEntry):
+            _raw_entry(feed, paper)
+        else:
+            _entry(feed, paper)
     return _serialise(feed)
 
 
