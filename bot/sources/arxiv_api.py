@@ -13,13 +13,14 @@ import contextlib
 import logging
 import re
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Final
 
 from lxml import etree
 
 from bot.errors import ArxivQueryError, ArxivUnavailable, MalformedFeed
-from bot.models import Author, FeedPage, Paper, split_arxiv_id
+from bot.models import Author, FeedPage, Paper, SkippedEntry, split_arxiv_id
+from bot.sources import limits
 from bot.sources.polite_http import Fetched, PoliteHttp, Retryable
 
 log = logging.getLogger(__name__)
@@ -33,6 +34,8 @@ ID_CHUNK: Final = 100
 SORT_BY: Final = frozenset({"relevance", "lastUpdatedDate", "submittedDate"})
 SORT_ORDER: Final = frozenset({"ascending", "descending"})
 QUERY_IN_LOGS: Final = 60
+SUBMITTED_SLACK: Final = timedelta(hours=24)
+ENTRY_LABEL: Final = 100  # characters of a skipped entry's id kept for logs and /status
 
 # Clark names computed once: comparing tags to constants is the cheapest way to walk 2,000 entries.
 _FEED = f"{{{ATOM_NS}}}feed"
@@ -80,25 +83,30 @@ class _ErrorEntry(Exception):
     """arXiv's error entry (id .../api/errors#..., title Error): the message says why the query failed."""
 
 
-def _norm(text: str | None) -> str:
-    """Collapse whitespace runs (the legacy backend hard-wraps titles and abstracts) and strip."""
-    return " ".join(text.split()) if text else ""
-
-
-def _norm_or_none(text: str | None) -> str | None:
-    return _norm(text) or None
+def _clip_or_none(text: str | None, limit: int) -> str | None:
+    return limits.clip(text, limit) or None
 
 
 def _parse_time(text: str | None) -> datetime:
     if not text:
         raise _BadEntry("missing timestamp")
+    raw = text.strip()[: limits.TIMESTAMP_TEXT]
     try:
-        value = datetime.fromisoformat(text.strip())
-    except ValueError as exc:
-        raise _BadEntry(f"bad timestamp {text!r}") from exc
-    if value.tzinfo is None:  # arXiv times are GMT even when the zone is omitted
-        return value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+        value = datetime.fromisoformat(raw)
+        # arXiv times are GMT even when the zone is omitted. Converting year 9999 at -05:00 (or year 1 at
+        # +05:00) to UTC leaves datetime's range: OverflowError.
+        value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    except (ValueError, OverflowError) as exc:
+        raise _BadEntry(f"bad timestamp {raw!r}") from exc
+    if not limits.EARLIEST <= value < limits.LATEST:
+        raise _BadEntry(f"timestamp {raw!r} is not the date of an arXiv paper")
+    return value
+
+
+def _category(term: str | None) -> str | None:
+    """A category term without whitespace (categories are stored space-joined), or None if it is none."""
+    name = "".join((term or "")[: limits.CATEGORY + 1].split())
+    return name if 0 < len(name) <= limits.CATEGORY else None
 
 
 def _make_parser() -> etree.XMLParser:
@@ -158,9 +166,9 @@ def _parse_author(element: etree._Element) -> Author:
     affiliations: list[str] = []
     for child in element:
         if child.tag == _NAME:
-            name = _norm(child.text)
-        elif child.tag == _AFFILIATION:
-            affiliation = _norm(child.text)
+            name = limits.clip(child.text, limits.AUTHOR_NAME)
+        elif child.tag == _AFFILIATION and len(affiliations) < limits.AFFILIATIONS:
+            affiliation = limits.clip(child.text, limits.AFFILIATION)
             if affiliation:
                 affiliations.append(affiliation)
     return Author(name, tuple(affiliations))
@@ -170,15 +178,19 @@ def _parse_entry(entry: etree._Element) -> Paper:
     raw_id = title = abstract = published = updated = primary = None
     comment = journal_ref = doi = None
     authors: list[Author] = []
-    categories: list[str] = []
+    authors_listed = 0
+    categories: dict[str, None] = {}  # ordered and deduplicated
     for child in entry:
         tag = child.tag
         if tag == _AUTHOR:
-            authors.append(_parse_author(child))
+            # Only the kept authors are read: a million-author entry costs a count, not a million parses.
+            authors_listed += 1
+            if authors_listed <= limits.AUTHORS:
+                authors.append(_parse_author(child))
         elif tag == _CATEGORY:
-            term = (child.get("term") or "").strip()
-            if term:
-                categories.append(term)
+            term = _category(child.get("term"))
+            if term and len(categories) < limits.CATEGORIES:
+                categories[term] = None
         elif tag == _ID:
             raw_id = child.text
         elif tag == _TITLE:
@@ -190,7 +202,7 @@ def _parse_entry(entry: etree._Element) -> Paper:
         elif tag == _UPDATED:
             updated = child.text
         elif tag == _PRIMARY:
-            primary = (child.get("term") or "").strip() or None
+            primary = _category(child.get("term"))
         elif tag == _COMMENT:
             comment = child.text
         elif tag == _JOURNAL_REF:
@@ -198,30 +210,53 @@ def _parse_entry(entry: etree._Element) -> Paper:
         elif tag == _DOI:
             doi = child.text
     if raw_id and "/api/errors" in raw_id:
-        raise _ErrorEntry(_norm(abstract) or _norm(title) or raw_id)
-    try:
-        arxiv_id, version = split_arxiv_id(raw_id or "")
-    except ValueError as exc:
-        raise _BadEntry(f"no arXiv id in {raw_id!r}") from exc
-    primary = primary or (categories[0] if categories else None)
+        message = limits.clip(abstract, limits.ABSTRACT) or limits.clip(title, limits.TITLE)
+        raise _ErrorEntry(message or limits.clip(raw_id, limits.ID_TEXT))
+    arxiv_id, version = _entry_id(raw_id)
+    primary = primary or next(iter(categories), None)
     if primary is None:
-        raise _BadEntry(f"{arxiv_id} has no category")
+        raise _BadEntry("no category")
     updated_at = _parse_time(updated or published)
+    # The primary leads when arXiv left it out of the <category> list.
+    listed = list(categories) if primary in categories else [primary, *categories]
     return Paper(
         arxiv_id=arxiv_id,
         version=version or 1,
-        title=_norm(title),
-        abstract=_norm(abstract),
+        title=limits.clip(title, limits.TITLE),
+        abstract=limits.clip(abstract, limits.ABSTRACT),
         authors=tuple(authors),
         primary_category=primary,
-        # The primary leads when arXiv left it out of the <category> list; dict.fromkeys dedupes in order.
-        categories=tuple(dict.fromkeys([primary, *categories] if primary not in categories else categories)),
+        categories=tuple(listed[: limits.CATEGORIES]),
         published=_parse_time(published) if published else updated_at,
         updated=updated_at,
-        comment=_norm_or_none(comment),
-        journal_ref=_norm_or_none(journal_ref),
-        doi=_norm_or_none(doi),
+        comment=_clip_or_none(comment, limits.COMMENT),
+        journal_ref=_clip_or_none(journal_ref, limits.JOURNAL_REF),
+        doi=_clip_or_none(doi, limits.DOI),
+        authors_omitted=authors_listed - len(authors),
     )
+
+
+def _entry_id(raw_id: str | None) -> tuple[str, int | None]:
+    text = (raw_id or "").strip()
+    if len(text) > limits.ID_TEXT:
+        raise _BadEntry("an id too long to be an arXiv id")
+    try:
+        arxiv_id, version = split_arxiv_id(text)
+    except ValueError:
+        raise _BadEntry("no arXiv id") from None
+    if version is not None and version > limits.VERSION:
+        raise _BadEntry(f"version v{version} is not a real arXiv version")
+    return arxiv_id, version
+
+
+def _entry_label(entry: etree._Element) -> str:
+    """How logs and /status name a skipped entry: its id as served (shortened), or a mark when it has none."""
+    raw = entry.findtext(_ID)
+    text = " ".join((raw or "")[: ENTRY_LABEL * 2].split())
+    if not text:
+        return "(an entry without an id)"
+    text = text.removeprefix("http://arxiv.org/abs/").removeprefix("https://arxiv.org/abs/")
+    return text if len(text) <= ENTRY_LABEL else text[: ENTRY_LABEL - 1] + "…"
 
 
 def _count(text: str | None, what: str) -> int:
@@ -235,13 +270,15 @@ def parse_feed(data: bytes, *, query: str = "") -> FeedPage:
     """Parse one arXiv API Atom page.
 
     Raises UnsafeFeed (a MalformedFeed) for any DOCTYPE, MalformedFeed for anything that is not a complete
-    Atom feed with opensearch counts, and ArxivQueryError when the feed is arXiv's error entry. An entry
-    without a usable id, date or category is logged and skipped rather than failing the whole page.
+    Atom feed with opensearch counts, and ArxivQueryError when the feed is arXiv's error entry. An entry that
+    holds no usable paper, whatever is wrong with it, is skipped (listed in `FeedPage.skipped` with its id and
+    why) rather than failing the page; the caller logs and counts it. Every field is bounded (bot/sources/limits).
     """
     root = _parse_xml(data)
     if root.tag != _FEED:
         raise MalformedFeed(f"not an Atom feed (root element {root.tag!r})")
     papers: list[Paper] = []
+    skipped: list[SkippedEntry] = []
     title = total = start = per_page = None
     for child in root:
         tag = child.tag
@@ -251,7 +288,10 @@ def parse_feed(data: bytes, *, query: str = "") -> FeedPage:
             except _ErrorEntry as exc:
                 raise ArxivQueryError(query, str(exc)) from None
             except _BadEntry as exc:
-                log.warning("arXiv feed: skipped an entry: %s", exc)
+                skipped.append(SkippedEntry(_entry_label(child), str(exc)))
+            except Exception as exc:  # a hostile entry of a kind not foreseen: it must not cost the page
+                log.debug("unforeseen fault in an entry", exc_info=True)
+                skipped.append(SkippedEntry(_entry_label(child), f"unreadable entry ({type(exc).__name__})"))
         elif tag == _TOTAL:
             total = child.text
         elif tag == _START:
@@ -265,7 +305,8 @@ def parse_feed(data: bytes, *, query: str = "") -> FeedPage:
         total_results=_count(total, "opensearch:totalResults"),
         start_index=_count(start, "opensearch:startIndex"),
         items_per_page=_count(per_page, "opensearch:itemsPerPage"),
-        query_title=_norm(title),
+        query_title=limits.clip(title, limits.TITLE),
+        skipped=tuple(skipped),
     )
 
 
@@ -284,6 +325,25 @@ def category_query(categories: Sequence[str]) -> str:
         raise ValueError(f"not arXiv categories: {', '.join(bad)}")
     terms = " OR ".join(f"cat:{c}" for c in names)
     return terms if len(names) == 1 else f"({terms})"
+
+
+def submitted_bounds(start: datetime, end: datetime) -> tuple[datetime, datetime]:
+    """The half-open interval of submission times `submitted_range(start, end)` asks arXiv for (whole minutes,
+    both inclusive), widened by SUBMITTED_SLACK: arXiv's index and an entry's own date may disagree by a little
+    near a boundary; an entry outside even these bounds is broken or hostile, and is skipped."""
+    lo = start.astimezone(UTC).replace(second=0, microsecond=0)
+    hi = end.astimezone(UTC).replace(second=0, microsecond=0) + timedelta(minutes=1)
+    return lo - SUBMITTED_SLACK, hi + SUBMITTED_SLACK
+
+
+def outside_window(papers: Sequence[Paper], bounds: tuple[datetime, datetime]) -> list[SkippedEntry]:
+    """The papers submitted outside `bounds` (from submitted_bounds), as skipped entries."""
+    lo, hi = bounds
+    return [
+        SkippedEntry(p.versioned_id, f"submitted {p.published:%Y-%m-%d %H:%M} UTC, outside the window asked for")
+        for p in papers
+        if not lo <= p.published < hi
+    ]
 
 
 def submitted_range(start: datetime, end: datetime) -> str:
@@ -334,6 +394,8 @@ class ArxivClient:
             params: dict[str, str | int] = {"id_list": chunk, "start": 0, "max_results": ID_CHUNK}
             page = await self._page(params, query=f"id_list={chunk}", start=0)
             papers.extend(page.papers)
+            for entry in page.skipped:
+                log.warning("arXiv API: skipped entry %s: %s", entry.entry_id, entry.reason)
         return papers
 
     async def _page(self, params: dict[str, str | int], *, query: str, start: int) -> FeedPage:
@@ -376,7 +438,7 @@ async def _read_page(fetched: Fetched, *, query: str, start: int) -> FeedPage:
         raise
     except MalformedFeed as exc:
         raise Retryable(f"unreadable page ({exc})") from exc
-    if not page.papers and start < page.total_results:
+    if not page.entries and start < page.total_results:
         # arXiv's known fault: an empty page although more results exist. Never "no new papers".
         raise Retryable(f"empty page at start {start} of {page.total_results} results")
     return page

@@ -6,6 +6,7 @@ reads real pages reads these too. Built with lxml so every character is escaped 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -82,6 +83,49 @@ def entry_xml(paper: Paper, **raw: str | None) -> str:
         else:
             found.text = text
     return etree.tostring(entry, encoding="unicode")
+
+
+# Entries that hold no usable paper, each breaking one thing: every one must be skipped, never fatal.
+HOSTILE_ENTRIES: dict[str, dict[str, str | None]] = {
+    "a year-9999 date past the end of time in UTC": {
+        "published": "9999-12-31T23:59:59-05:00",
+        "updated": "9999-12-31T23:59:59-05:00",
+    },
+    "a year-1 date before the start of time in UTC": {
+        "published": "0001-01-01T00:00:00+05:00",
+        "updated": "0001-01-01T00:00:00+05:00",
+    },
+    "a date from before arXiv": {"published": "1700-01-01T00:00:00Z", "updated": "1700-01-01T00:00:00Z"},
+    "dates that are not dates": {"published": "yesterday", "updated": "2026-13-45T99:99:99Z"},
+    "a version past SQLite's integer": {"id": "http://arxiv.org/abs/2611.10999v99999999999999999999"},
+    "no id": {"id": None},
+    "an id that is no arXiv id": {"id": "http://example.org/" + "a" * 100_000},
+    "no category": {},  # its categories are removed by hostile_entry
+}
+HOSTILE_ID = "2611.10999"  # the id of every hostile entry that has one
+
+
+def hostile_entry(case: str, published: datetime | None = None) -> RawEntry:
+    """The HOSTILE_ENTRIES case as an entry, filed by FakeArxiv under `published` (None: in every range)."""
+    xml = entry_xml(_hostile_base(), **HOSTILE_ENTRIES[case])
+    if case == "no category":
+        xml = re.sub(r"<(arxiv:primary_category|category) [^>]*/>", "", xml)
+    return RawEntry(xml, published)
+
+
+def _hostile_base() -> Paper:
+    when = datetime(2026, 11, 1, tzinfo=UTC)
+    return Paper(
+        arxiv_id=HOSTILE_ID,
+        version=1,
+        title="A hostile entry",
+        abstract="Nothing to see.",
+        authors=(),
+        primary_category="cs.LG",
+        categories=("cs.LG", "cs.AI"),
+        published=when,
+        updated=when,
+    )
 
 
 def _raw_entry(feed: etree._Element, raw: RawEntry) -> None:
