@@ -14,6 +14,7 @@ import logging
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from itertools import islice
 from typing import Final
 
 from lxml import etree
@@ -56,6 +57,11 @@ _DOI = f"{{{ARXIV_NS}}}doi"
 _TOTAL = f"{{{OPENSEARCH_NS}}}totalResults"
 _START = f"{{{OPENSEARCH_NS}}}startIndex"
 _PER_PAGE = f"{{{OPENSEARCH_NS}}}itemsPerPage"
+_XPATH_NS = {"atom": ATOM_NS}
+# The elements of an entry read as single values. A real entry holds one of each; a hostile one may repeat them,
+# so only the first _SCALAR_SCAN of them are looked at.
+_SCALAR_TAGS = (_ID, _TITLE, _SUMMARY, _PUBLISHED, _UPDATED, _PRIMARY, _COMMENT, _JOURNAL_REF, _DOI)
+_SCALAR_SCAN = 64
 
 # Byte signatures of documents that are not UTF-8 (lxml detects these too, so must the DOCTYPE check).
 # UTF-32 first: its little-endian BOM starts with UTF-16's.
@@ -162,78 +168,60 @@ def _parse_xml(data: bytes) -> etree._Element:
 
 
 def _parse_author(element: etree._Element) -> Author:
-    name = ""
-    affiliations: list[str] = []
-    for child in element:
-        if child.tag == _NAME:
-            name = limits.clip(child.text, limits.AUTHOR_NAME)
-        elif child.tag == _AFFILIATION and len(affiliations) < limits.AFFILIATIONS:
-            affiliation = limits.clip(child.text, limits.AFFILIATION)
-            if affiliation:
-                affiliations.append(affiliation)
-    return Author(name, tuple(affiliations))
+    affiliations = (
+        limits.clip(a.text, limits.AFFILIATION)
+        for a in islice(element.iterchildren(_AFFILIATION), limits.AFFILIATIONS)
+    )
+    return Author(limits.clip(element.findtext(_NAME), limits.AUTHOR_NAME), tuple(a for a in affiliations if a))
 
 
 def _parse_entry(entry: etree._Element) -> Paper:
-    raw_id = title = abstract = published = updated = primary = None
-    comment = journal_ref = doi = None
-    authors: list[Author] = []
-    authors_listed = 0
-    categories: dict[str, None] = {}  # ordered and deduplicated
-    for child in entry:
-        tag = child.tag
-        if tag == _AUTHOR:
-            # Only the kept authors are read: a million-author entry costs a count, not a million parses.
-            authors_listed += 1
-            if authors_listed <= limits.AUTHORS:
-                authors.append(_parse_author(child))
-        elif tag == _CATEGORY:
-            term = _category(child.get("term"))
-            if term and len(categories) < limits.CATEGORIES:
-                categories[term] = None
-        elif tag == _ID:
-            raw_id = child.text
-        elif tag == _TITLE:
-            title = child.text
-        elif tag == _SUMMARY:
-            abstract = child.text
-        elif tag == _PUBLISHED:
-            published = child.text
-        elif tag == _UPDATED:
-            updated = child.text
-        elif tag == _PRIMARY:
-            primary = _category(child.get("term"))
-        elif tag == _COMMENT:
-            comment = child.text
-        elif tag == _JOURNAL_REF:
-            journal_ref = child.text
-        elif tag == _DOI:
-            doi = child.text
+    # lxml filters children by tag in C, and only the kept authors and categories reach Python: a hostile entry
+    # with a million authors (or links, or categories) costs a count, not a million steps here.
+    found: dict[str, etree._Element] = {}
+    for child in islice(entry.iterchildren(*_SCALAR_TAGS), _SCALAR_SCAN):
+        found.setdefault(child.tag, child)  # the first of each; an entry holds one of each
+    raw_id, title, abstract = (_text(found, tag) for tag in (_ID, _TITLE, _SUMMARY))
     if raw_id and "/api/errors" in raw_id:
         message = limits.clip(abstract, limits.ABSTRACT) or limits.clip(title, limits.TITLE)
         raise _ErrorEntry(message or limits.clip(raw_id, limits.ID_TEXT))
     arxiv_id, version = _entry_id(raw_id)
-    primary = primary or next(iter(categories), None)
+    authors = tuple(_parse_author(a) for a in islice(entry.iterchildren(_AUTHOR), limits.AUTHORS))
+    listed = len(authors)
+    if listed == limits.AUTHORS:  # a collaboration, or a hostile entry: count the rest without reading them
+        listed = int(entry.xpath("count(atom:author)", namespaces=_XPATH_NS))
+    # Terms in order, deduplicated; a few times the bound are read, in case of repeats.
+    terms = (_category(c.get("term")) for c in islice(entry.iterchildren(_CATEGORY), limits.CATEGORIES * 4))
+    categories = list(dict.fromkeys(t for t in terms if t))[: limits.CATEGORIES]
+    primary_element = found.get(_PRIMARY)
+    primary = _category(primary_element.get("term")) if primary_element is not None else None
+    primary = primary or (categories[0] if categories else None)
     if primary is None:
         raise _BadEntry("no category")
-    updated_at = _parse_time(updated or published)
-    # The primary leads when arXiv left it out of the <category> list.
-    listed = list(categories) if primary in categories else [primary, *categories]
+    if primary not in categories:  # the primary leads when arXiv left it out of the <category> list
+        categories = [primary, *categories][: limits.CATEGORIES]
+    published = _text(found, _PUBLISHED)
+    updated_at = _parse_time(_text(found, _UPDATED) or published)
     return Paper(
         arxiv_id=arxiv_id,
         version=version or 1,
         title=limits.clip(title, limits.TITLE),
         abstract=limits.clip(abstract, limits.ABSTRACT),
-        authors=tuple(authors),
+        authors=authors,
         primary_category=primary,
-        categories=tuple(listed[: limits.CATEGORIES]),
+        categories=tuple(categories),
         published=_parse_time(published) if published else updated_at,
         updated=updated_at,
-        comment=_clip_or_none(comment, limits.COMMENT),
-        journal_ref=_clip_or_none(journal_ref, limits.JOURNAL_REF),
-        doi=_clip_or_none(doi, limits.DOI),
-        authors_omitted=authors_listed - len(authors),
+        comment=_clip_or_none(_text(found, _COMMENT), limits.COMMENT),
+        journal_ref=_clip_or_none(_text(found, _JOURNAL_REF), limits.JOURNAL_REF),
+        doi=_clip_or_none(_text(found, _DOI), limits.DOI),
+        authors_omitted=listed - len(authors),
     )
+
+
+def _text(found: dict[str, etree._Element], tag: str) -> str | None:
+    element = found.get(tag)
+    return element.text if element is not None else None
 
 
 def _entry_id(raw_id: str | None) -> tuple[str, int | None]:
