@@ -82,15 +82,15 @@ class SourceRepo:
             return []
         unique = list({e.entry_id: e for e in entries}.values())
         known: set[str] = set()
-        for i in range(0, len(unique), 500):
-            chunk = [e.entry_id for e in unique[i : i + 500]]
-            rows = await self.db.fetchall(
-                "SELECT entry FROM skipped_entries WHERE source = ? AND entry IN"
-                f" ({','.join('?' * len(chunk))})",
-                (source, *chunk),
-            )
-            known.update(r[0] for r in rows)
-        async with self.db.transaction() as conn:
+        async with self.db.transaction() as conn:  # the lookup and the write see the same rows
+            for i in range(0, len(unique), 500):
+                chunk = [e.entry_id for e in unique[i : i + 500]]
+                rows = await self.db.fetchall(
+                    "SELECT entry FROM skipped_entries WHERE source = ? AND entry IN"
+                    f" ({','.join('?' * len(chunk))})",
+                    (source, *chunk),
+                )
+                known.update(r[0] for r in rows)
             await conn.executemany(
                 "INSERT INTO skipped_entries (source, entry, reason, first_seen, last_seen)"
                 " VALUES (?, ?, ?, ?, ?) ON CONFLICT (source, entry) DO UPDATE SET"
