@@ -172,7 +172,9 @@ def _parse_author(element: etree._Element) -> Author:
         limits.clip(a.text, limits.AFFILIATION)
         for a in islice(element.iterchildren(_AFFILIATION), limits.AFFILIATIONS)
     )
-    return Author(limits.clip(element.findtext(_NAME), limits.AUTHOR_NAME), tuple(a for a in affiliations if a))
+    name = next(element.iterchildren(_NAME), None)
+    text = name.text if name is not None else None
+    return Author(limits.clip(text, limits.AUTHOR_NAME), tuple(a for a in affiliations if a))
 
 
 def _parse_entry(entry: etree._Element) -> Paper:
@@ -239,7 +241,8 @@ def _entry_id(raw_id: str | None) -> tuple[str, int | None]:
 
 def _entry_label(entry: etree._Element) -> str:
     """How logs and /status name a skipped entry: its id as served (shortened), or a mark when it has none."""
-    raw = entry.findtext(_ID)
+    element = next(entry.iterchildren(_ID), None)
+    raw = element.text if element is not None else None
     text = " ".join((raw or "")[: ENTRY_LABEL * 2].split())
     if not text:
         return "(an entry without an id)"
