@@ -2,7 +2,8 @@
 
 Windows start a day wide; a window whose totalResults exceeds one page is split in halves (down to a minute,
 then paged). Each window's papers and its "done" mark are committed together, so an interrupted backfill
-resumes at the first window not done and never stores half a window twice.
+resumes at the first window not done and never stores half a window twice. An entry that holds no usable paper
+or lies outside its window is skipped, recorded under the job's key (shown by /status) and logged once.
 """
 
 from __future__ import annotations
@@ -13,9 +14,15 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from bot.clock import Clock
-from bot.ingest import StoredHook
-from bot.models import Paper
-from bot.sources.arxiv_api import ArxivClient, category_query, submitted_range
+from bot.ingest import StoredHook, store_page
+from bot.models import Paper, SkippedEntry
+from bot.sources.arxiv_api import (
+    ArxivClient,
+    category_query,
+    outside_window,
+    submitted_bounds,
+    submitted_range,
+)
 from bot.store import Store
 
 log = logging.getLogger(__name__)
@@ -128,16 +135,23 @@ class Backfill:
             await self.store.backfill.split(self.job, window, split_window(window))
             return 0
         papers: list[Paper] = list(first.papers)
-        while len(papers) < first.total_results:  # only for a one-minute window still over a page
+        skipped: list[SkippedEntry] = list(first.skipped)
+        served = first.entries
+        while served < first.total_results:  # only for a one-minute window still over a page
             page = await self.client.search(
-                query, start=len(papers), max_results=self.page_size, sort_order="ascending"
+                query, start=served, max_results=self.page_size, sort_order="ascending"
             )
-            if not page.papers:
+            if not page.entries:
                 break
             papers += page.papers
+            skipped += page.skipped
+            served += page.entries  # skipped entries hold places in arXiv's numbering too
+        bounds = submitted_bounds(*window)
+        skipped += outside_window(papers, bounds)
+        papers = [p for p in papers if bounds[0] <= p.published < bounds[1]]
         async with self.store.transaction():
-            result = await self.store.papers.upsert(papers, seen_at=self.clock.now())
-            if self.on_stored is not None:
-                await self.on_stored(result, papers)
+            result = await store_page(
+                self.store, self.job, papers, skipped, self.clock.now(), self.on_stored
+            )
             await self.store.backfill.mark_done(self.job, window, len(papers))
         return len(result.new)

@@ -5,6 +5,11 @@ minus an overlap window (arXiv announces papers hours to days after their submis
 announcement carries an old date). Each page is committed in its own transaction together with whatever the
 `on_stored` hook writes (matches, deliveries). The watermark advances only when a cycle completes: after an
 error or a crash, the next cycle walks the same range again, and the upsert makes the repeat harmless.
+
+Nothing a page holds can stop polling: an entry that is malformed, absurd (a year-9999 date, a 20-digit
+version) or outside the window asked for is skipped, recorded once per source and logged once, and the rest of
+the page is stored; the watermark never passes the time of the poll. Any failure of a cycle is recorded for
+/status and logged, and the next cycle tries again.
 """
 
 from __future__ import annotations
@@ -16,8 +21,14 @@ from datetime import datetime, timedelta
 
 from bot.clock import Clock
 from bot.errors import SourceError
-from bot.models import Paper, UpsertResult
-from bot.sources.arxiv_api import ArxivClient, category_query, submitted_range
+from bot.models import Paper, SkippedEntry, UpsertResult
+from bot.sources.arxiv_api import (
+    ArxivClient,
+    category_query,
+    outside_window,
+    submitted_bounds,
+    submitted_range,
+)
 from bot.store import Store
 
 log = logging.getLogger(__name__)
@@ -25,6 +36,7 @@ log = logging.getLogger(__name__)
 # Called inside the page's transaction with what the upsert did and the page's papers.
 StoredHook = Callable[[UpsertResult, Sequence[Paper]], Awaitable[object]]  # what it returns is ignored
 MAX_API_RESULTS = 30_000  # arXiv serves at most this many results of one query
+LOOKAHEAD = timedelta(days=1)  # the range asked for ends a day after now: clocks and time zones differ
 
 
 @dataclass
@@ -34,6 +46,7 @@ class CycleReport:
     fetched: int = 0
     new: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
+    skipped: int = 0
     watermark: datetime | None = None
     complete: bool = False
     error: str | None = None
@@ -41,14 +54,37 @@ class CycleReport:
     def summary(self) -> str:
         state = "complete" if self.complete else f"stopped early: {self.error}"
         mark = self.watermark.strftime("%Y-%m-%d %H:%M UTC") if self.watermark else "none"
+        skipped = ""
+        if self.skipped:
+            skipped = f", {self.skipped} unusable {'entry' if self.skipped == 1 else 'entries'} skipped"
         return (
-            f"{self.source}: {self.fetched} papers fetched in {self.pages} pages, {len(self.new)} new, "
+            f"{self.source}: {self.fetched} papers fetched in {self.pages} pages{skipped}, {len(self.new)} new, "
             f"{len(self.updated)} new versions; newest submission {mark}; cycle {state}"
         )
 
 
 def source_key(categories: Sequence[str]) -> str:
     return "arxiv-api:" + ",".join(sorted(categories))
+
+
+async def store_page(
+    store: Store,
+    source: str,
+    papers: Sequence[Paper],
+    skipped: Sequence[SkippedEntry],
+    at: datetime,
+    hook: StoredHook | None,
+) -> UpsertResult:
+    """One page in one transaction: its papers, what the hook writes, and its skipped entries. Each skipped
+    entry is logged the first time this source serves it, so a bad entry seen at every poll logs once."""
+    async with store.transaction():
+        result = await store.papers.upsert(papers, seen_at=at)
+        if hook is not None and papers:
+            await hook(result, papers)
+        first_seen = await store.sources.record_skipped(source, skipped, at)
+    for entry in first_seen:
+        log.warning("%s: skipped entry %s: %s", source, entry.entry_id, entry.reason)
+    return result
 
 
 class Ingestor:
@@ -77,59 +113,72 @@ class Ingestor:
         self.source = source_key(self.categories)
 
     async def poll_once(self) -> CycleReport:
-        """Run one cycle. Source errors are recorded and reported, not raised: the next cycle retries."""
+        """Run one cycle. Failures are recorded (for /status), logged and reported, never raised: the next
+        cycle retries. Only cancellation propagates."""
         report = CycleReport(self.source)
-        started = self.clock.now()
-        state = await self.store.sources.get(self.source)
-        floor = (state.watermark or started) - self.overlap
-        query = f"{category_query(self.categories)} AND {submitted_range(floor, started + timedelta(days=1))}"
-        newest = state.watermark
-        hook = self.on_history if state.watermark is None and self.on_history is not None else self.on_stored
         try:
-            start = 0
-            while True:
-                page = await self.client.search(query, start=start, max_results=self.page_size)
-                if not page.papers:
-                    break  # the client never returns an empty page while results remain
-                result = await self._commit(page.papers, hook)
-                report.pages += 1
-                report.fetched += len(page.papers)
-                report.new += result.new
-                report.updated += result.updated
-                page_newest = max(p.published for p in page.papers)
-                newest = page_newest if newest is None else max(newest, page_newest)
-                start += len(page.papers)
-                if start >= min(page.total_results, MAX_API_RESULTS):
-                    if page.total_results > MAX_API_RESULTS:
-                        log.warning(
-                            "%s: more than %d results; run `python -m bot backfill`",
-                            self.source,
-                            MAX_API_RESULTS,
-                        )
-                    break
-                all_known = not result.new and not result.updated
-                if all_known and min(p.published for p in page.papers) < floor:
-                    break  # a server that ignored the date range: we have walked past the overlap
+            newest = await self._walk(report, self.clock.now())
         except SourceError as exc:
-            report.error = str(exc)
-            await self.store.sources.record_failure(
-                self.source, self.clock.now(), str(exc), papers=len(report.new)
-            )
             log.warning("poll of %s failed after %d pages: %s", self.source, report.pages, exc)
-            return report
+            return await self._failed(report, str(exc))
+        except Exception as exc:
+            # A fault of this program or of the machine (a full disk): the traceback goes to the log, a line
+            # that says where to look goes to /status.
+            log.exception("poll of %s failed after %d pages", self.source, report.pages)
+            return await self._failed(report, f"internal error ({type(exc).__name__}); the log has the details")
         report.complete = True
-        # A cycle that saw no paper still moves a first watermark to where it looked from, so the next cycle
-        # is a regular one.
-        newest = newest or floor
         report.watermark = newest
         await self.store.sources.record_success(
             self.source, self.clock.now(), watermark=newest, papers=len(report.new)
         )
         return report
 
-    async def _commit(self, papers: Sequence[Paper], hook: StoredHook | None) -> UpsertResult:
-        async with self.store.transaction():
-            result = await self.store.papers.upsert(papers, seen_at=self.clock.now())
-            if hook is not None:
-                await hook(result, papers)
-        return result
+    async def _failed(self, report: CycleReport, error: str) -> CycleReport:
+        report.error = error
+        await self.store.sources.record_failure(self.source, self.clock.now(), error, papers=len(report.new))
+        return report
+
+    async def _walk(self, report: CycleReport, started: datetime) -> datetime:
+        """Walk the pages of this cycle's range; return the newest submission time seen (never after now)."""
+        state = await self.store.sources.get(self.source)
+        # Never later than now: a watermark in the future (stored before it was capped) would make every
+        # later range end before it starts.
+        mark = min(state.watermark, started) if state.watermark is not None else None
+        floor = (mark or started) - self.overlap
+        end = started + LOOKAHEAD
+        query = f"{category_query(self.categories)} AND {submitted_range(floor, end)}"
+        bounds = submitted_bounds(floor, end)
+        newest = mark
+        hook = self.on_history if state.watermark is None and self.on_history is not None else self.on_stored
+        start = 0
+        while True:
+            page = await self.client.search(query, start=start, max_results=self.page_size)
+            if not page.entries:
+                break  # the client never returns an empty page while results remain
+            outside = outside_window(page.papers, bounds)
+            papers = [p for p in page.papers if bounds[0] <= p.published < bounds[1]]
+            skipped = [*page.skipped, *outside]
+            result = await store_page(self.store, self.source, papers, skipped, self.clock.now(), hook)
+            report.pages += 1
+            report.fetched += len(papers)
+            report.skipped += len(skipped)
+            report.new += result.new
+            report.updated += result.updated
+            if papers:
+                page_newest = min(max(p.published for p in papers), started)
+                newest = page_newest if newest is None else max(newest, page_newest)
+            start += page.entries  # skipped entries hold places in arXiv's numbering too
+            if start >= min(page.total_results, MAX_API_RESULTS):
+                if page.total_results > MAX_API_RESULTS:
+                    log.warning(
+                        "%s: more than %d results; run `python -m bot backfill`",
+                        self.source,
+                        MAX_API_RESULTS,
+                    )
+                break
+            all_known = not result.new and not result.updated
+            if all_known and any(p.published < floor for p in page.papers):
+                break  # a server that ignored the date range: we have walked past the overlap
+        # A cycle that saw no paper still moves a first watermark to where it looked from, so the next cycle
+        # is a regular one.
+        return newest or floor

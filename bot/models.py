@@ -53,6 +53,8 @@ class Paper:
     comment: str | None = None
     journal_ref: str | None = None
     doi: str | None = None
+    # Authors listed beyond those kept (sources keep the first 500: see bot/sources/limits.py).
+    authors_omitted: int = 0
 
     @property
     def versioned_id(self) -> str:
@@ -76,6 +78,15 @@ class Paper:
 
 
 @dataclass(frozen=True, slots=True)
+class SkippedEntry:
+    """An entry a source served that holds no usable paper (malformed, an absurd date or version, outside the
+    asked window). `entry_id` is the id as served, shortened, or a mark when it has none."""
+
+    entry_id: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class FeedPage:
     """One page of API results, with the feed-level counts that tell whether more exist."""
 
@@ -84,6 +95,12 @@ class FeedPage:
     start_index: int
     items_per_page: int
     query_title: str = ""
+    skipped: tuple[SkippedEntry, ...] = ()
+
+    @property
+    def entries(self) -> int:
+        """Entries served on this page, usable or not: where the next page starts."""
+        return len(self.papers) + len(self.skipped)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,10 +12,12 @@ from discord.ext import commands
 from bot.app import PaperBot
 from bot.render import FIELD_VALUE_LIMIT, clip
 from bot.store import Follow, SourceState
+from bot.store.sources import SkippedSummary
 from cogs.common import guild_id_of, paperbot
 from cogs.follow import fit_lines, safe_name
 
 ERROR_CHARS = 200
+SKIPPED_CHARS = 160
 FIX_BROKEN = (
     "To fix: give the bot View Channel, Send Messages and Embed Links there (for a forum: Create Posts and "
     "Send Messages in Posts), then run /follow again for that channel; or /unfollow the topic."
@@ -33,9 +35,31 @@ def next_poll(state: SourceState, now: datetime, interval: timedelta) -> str:
     return when(state.last_success + interval)
 
 
-def source_lines(sources: Sequence[SourceState], now: datetime, interval: timedelta) -> list[str]:
+def inline_code(text: str, limit: int) -> str:
+    """Text from a source shown verbatim: nothing in it can format, link or ping, and a backtick cannot close
+    the span early."""
+    return "`" + clip(" ".join(text.split()), limit).replace("`", "ˋ") + "`"
+
+
+def skipped_text(summary: SkippedSummary) -> str:
+    """How many entries a source skipped (each counted once, however often it was served) and the latest."""
+    n = summary.entries
+    latest = summary.latest
+    return (
+        f"🚫 {n:,} unusable {'entry' if n == 1 else 'entries'} skipped; latest {when(summary.latest_at)}: "
+        + inline_code(f"{latest.entry_id}: {latest.reason}", SKIPPED_CHARS)
+    )
+
+
+def source_lines(
+    sources: Sequence[SourceState],
+    now: datetime,
+    interval: timedelta,
+    skipped_elsewhere: Sequence[SkippedSummary] = (),
+) -> list[str]:
+    elsewhere = [f"`{clip(s.source, 80)}`: {skipped_text(s)}" for s in skipped_elsewhere]
     if not sources:
-        return ["No poll has run yet; the first one is due now."]
+        return ["No poll has run yet; the first one is due now.", *elsewhere]
     lines = []
     for state in sources:
         line = (
@@ -50,8 +74,10 @@ def source_lines(sources: Sequence[SourceState], now: datetime, interval: timede
             )
             error = discord.utils.escape_markdown(clip(" ".join(state.last_error.split()), ERROR_CHARS))
             line += f"\n⚠️ {runs} (last {when(state.last_attempt)}): {error}"
+        if state.skipped is not None:
+            line += "\n" + skipped_text(state.skipped)
         lines.append(line)
-    return lines
+    return lines + elsewhere
 
 
 def deliveries_text(counts: Mapping[str, int]) -> str:
@@ -78,6 +104,7 @@ def status_embed(
     broken: Sequence[Follow],
     now: datetime,
     interval: timedelta,
+    skipped_elsewhere: Sequence[SkippedSummary] = (),
 ) -> discord.Embed:
     failing = any(s.last_error for s in sources) or bool(broken)
     embed = discord.Embed(
@@ -86,7 +113,7 @@ def status_embed(
     )
     embed.add_field(
         name="arXiv polling",
-        value=fit_lines(source_lines(sources, now, interval), FIELD_VALUE_LIMIT),
+        value=fit_lines(source_lines(sources, now, interval, skipped_elsewhere), FIELD_VALUE_LIMIT),
         inline=False,
     )
     embed.add_field(name="Papers stored", value=f"{papers:,}", inline=True)
@@ -123,6 +150,7 @@ class AdminCog(commands.Cog):
             broken=[f for f in await store.follows.for_guild(guild_id) if f.broken],
             now=bot.ctx.clock.now(),
             interval=timedelta(minutes=bot.ctx.settings.poll_interval_minutes),
+            skipped_elsewhere=await store.sources.skipped_elsewhere(),
         )
         await interaction.response.send_message(embed=embed, ephemeral=True)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import AsyncIterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
@@ -17,6 +17,7 @@ from bot.sources.polite_http import PoliteHttp, build_http_client
 from bot.store import Store
 from tests.factories import make_paper
 from tests.fakes.arxiv_server import FakeArxiv, RecordedRequest
+from tests.fakes.atom import RawEntry, entry_xml, hostile_entry
 
 CATS = ("cs.LG",)
 
@@ -106,3 +107,22 @@ async def test_resumes_after_an_interruption_without_refetching(store: Store, ht
         assert await backfill(store, arxiv, http, clock, again).run(days=4) == 0  # nothing left: one line says so
         assert [p.line() for p in again] == ["0 papers stored · all 5 windows done"]
         assert len([r for r in arxiv.requests if r.endpoint == "api"]) == 3  # only the windows not done
+
+
+async def test_unusable_entries_are_skipped_and_recorded_and_every_window_completes(
+    store: Store, http, clock: FakeClock
+) -> None:
+    papers = history(clock, days=3, per_day=4)
+    day_one = papers[0].published
+    bad = [
+        hostile_entry("a version past SQLite's integer", published=day_one + timedelta(minutes=2)),
+        hostile_entry("a year-9999 date past the end of time in UTC", published=day_one + timedelta(minutes=3)),
+        RawEntry(entry_xml(make_paper(77, published=datetime(2099, 1, 1, tzinfo=UTC))), day_one),
+    ]
+    async with FakeArxiv([*papers, *bad]) as arxiv:
+        stored = await backfill(store, arxiv, http, clock, [], page_size=5).run(days=2)
+    assert stored == 12 and await store.papers.count() == 12
+    assert all(w.done for w in await store.backfill.windows("backfill:cs.LG"))
+    summary = await store.sources.skipped_summary("backfill:cs.LG")
+    assert summary is not None and summary.entries == 3
+    assert await store.papers.get(make_paper(77).arxiv_id) is None

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import sqlite3
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bot.sources.arxiv_api import parse_feed
@@ -47,9 +49,15 @@ async def test_bad_setting_names_the_variable(tmp_path: Path) -> None:
     assert code == 2 and "POLL_INTERVAL_MINUTES" in err and "Traceback" not in err
 
 
+def submitted_an_hour_ago(document: bytes) -> bytes:
+    """A recorded page with every submission an hour old: a poll keeps only what lies in the range it asked for."""
+    stamp = (datetime.now(UTC) - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ").encode()
+    return re.sub(rb"<published>[^<]*</published>", b"<published>" + stamp + b"</published>", document)
+
+
 async def test_poll_once_stores_every_fixture_paper_with_every_field(tmp_path: Path) -> None:
-    current = (FIXTURES / "api_query_testing_100.xml").read_bytes()
-    legacy = (FIXTURES / "api_query_legacy_10.xml").read_bytes()
+    current = submitted_an_hour_ago((FIXTURES / "api_query_testing_100.xml").read_bytes())
+    legacy = submitted_an_hour_ago((FIXTURES / "api_query_legacy_10.xml").read_bytes())
     expected = parse_feed(current).papers + parse_feed(legacy).papers
     db = tmp_path / "data" / "paperwatch.sqlite3"
     async with FakeArxiv() as arxiv:

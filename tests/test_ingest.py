@@ -1,22 +1,25 @@
 """One poll cycle against a loopback arXiv: paging, the stop condition, the overlap window, new versions,
-and faults survived with nothing half-stored and nothing lost."""
+faults survived with nothing half-stored and nothing lost, and hostile entries that cannot stop polling."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import AsyncIterator, Sequence
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
 
 from bot.clock import FakeClock
 from bot.ingest import Ingestor
-from bot.models import Paper, UpsertResult
+from bot.models import Author, Paper, UpsertResult
 from bot.sources.arxiv_api import ArxivClient
 from bot.sources.polite_http import PoliteHttp, build_http_client
 from bot.store import Store
 from tests.factories import make_paper
 from tests.fakes.arxiv_server import FakeArxiv, RecordedRequest
+from tests.fakes.atom import HOSTILE_ENTRIES, HOSTILE_ID, RawEntry, entry_xml, hostile_entry
 
 CATS = ("cs.AI", "cs.LG")
 
@@ -78,14 +81,19 @@ async def test_stops_at_a_known_page_past_the_overlap_when_the_range_is_ignored(
     everything = corpus(clock, 30, hours_apart=24)  # 30 days of papers
     async with FakeArxiv(everything) as arxiv:
         arxiv.ignore_date_range = True
-        ingestor = make_ingestor(store, arxiv, http, clock, page_size=5, overlap=timedelta(hours=48))
+        ingestor = make_ingestor(store, arxiv, http, clock, page_size=5, overlap=timedelta(hours=36))
         first = await ingestor.poll_once()
-        assert first.complete and first.fetched == 30  # a first poll walks until a page is known and old
+        # Page one holds the papers of the range asked for (and older ones, skipped); page two only older
+        # ones: the walk ends there, and nothing far outside the range is stored.
+        assert first.complete and first.pages == 2 and first.fetched == 2 and first.skipped == 8
+        assert await store.papers.count() == 2
         arxiv.requests.clear()
         clock.advance(3600)
         arxiv.papers.insert(0, make_paper(99, published=clock.now() - timedelta(minutes=5)))
         second = await ingestor.poll_once()
-        assert second.complete and second.new == [make_paper(99).arxiv_id]
+        # The new paper, and one 72 h old that the first range (36 h back from now) left out and this one
+        # (36 h back from the watermark, a day ago) holds.
+        assert second.complete and second.new == [make_paper(99).arxiv_id, everything[2].arxiv_id]
         # page one holds the new paper; page two only known papers older than the overlap: the walk ends there
         assert [int(r["start"]) for r in api_requests(arxiv)] == [0, 5]
 
@@ -178,10 +186,11 @@ async def test_crash_between_fetch_and_commit_then_catch_up(
             raise RuntimeError("process died here")
 
     crashing = make_ingestor(store, arxiv, http, clock, page_size=10, on_stored=crash_on_second_page)
-    with pytest.raises(RuntimeError):
-        await crashing.poll_once()
+    failed = await crashing.poll_once()  # recorded and reported, not raised: polling goes on
+    assert not failed.complete and failed.error == "internal error (RuntimeError); the log has the details"
     assert await store.papers.count() == 10
-    assert (await store.sources.get(crashing.source)).watermark is None
+    state = await store.sources.get(crashing.source)
+    assert state.watermark is None and state.last_error == failed.error and state.consecutive_failures == 1
 
     seen: list[str] = []
 
@@ -230,3 +239,167 @@ async def test_an_empty_first_cycle_still_ends_the_first_cycle(
     report = await make_ingestor(store, arxiv, http, clock).poll_once()
     assert report.complete and report.watermark is not None
     assert (await store.sources.get(report.source)).watermark is not None
+
+
+# -- hostile data: nothing a page holds stops polling --------------------------------------------------------
+
+
+def skip_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "bot.ingest" and "skipped entry" in r.getMessage()]
+
+
+async def test_an_entry_dated_2099_neither_moves_the_watermark_nor_stops_polling(
+    store: Store, arxiv: FakeArxiv, http, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    good = corpus(clock, 6)
+    future = make_paper(90, published=datetime(2099, 1, 1, tzinfo=UTC))
+    arxiv.papers = [*good, RawEntry(entry_xml(future))]  # served whatever range is asked for
+    ingestor = make_ingestor(store, arxiv, http, clock)
+    with caplog.at_level(logging.WARNING, logger="bot.ingest"):
+        first = await ingestor.poll_once()
+        assert first.complete and first.skipped == 1
+        assert sorted(first.new) == sorted(p.arxiv_id for p in good)
+        assert await store.papers.get(future.arxiv_id) is None
+        state = await store.sources.get(ingestor.source)
+        assert state.watermark is not None and state.watermark <= clock.now()
+        assert state.skipped and state.skipped.entries == 1
+        assert state.skipped.latest.entry_id == future.versioned_id
+        assert "outside the window" in state.skipped.latest.reason
+
+        clock.advance(1800)
+        late = make_paper(91, published=clock.now() - timedelta(minutes=2))
+        arxiv.papers.append(late)
+        second = await ingestor.poll_once()
+    assert second.complete and second.new == [late.arxiv_id] and second.skipped == 1
+    state = await store.sources.get(ingestor.source)
+    assert state.skipped and state.skipped.entries == 1 and state.consecutive_failures == 0
+    [warning] = skip_warnings(caplog)  # seen at both polls, logged once
+    assert future.versioned_id in warning
+
+
+async def test_a_watermark_left_in_the_future_by_an_earlier_version_heals(
+    store: Store, arxiv: FakeArxiv, http, clock: FakeClock
+) -> None:
+    arxiv.papers = corpus(clock, 3)
+    ingestor = make_ingestor(store, arxiv, http, clock)
+    assert (await ingestor.poll_once()).complete
+    await store.db.execute(  # what an entry dated 2099 left behind before the watermark was capped
+        "UPDATE source_state SET watermark = ? WHERE source = ?",
+        (int(datetime(2099, 1, 1, tzinfo=UTC).timestamp()), ingestor.source),
+    )
+    clock.advance(1800)
+    late = make_paper(50, published=clock.now() - timedelta(minutes=2))
+    arxiv.papers.append(late)
+    report = await ingestor.poll_once()
+    assert report.complete and report.new == [late.arxiv_id]
+    state = await store.sources.get(ingestor.source)
+    assert state.watermark is not None and state.watermark <= clock.now()
+
+
+@pytest.mark.parametrize("case", list(HOSTILE_ENTRIES))
+async def test_one_hostile_entry_is_skipped_counted_logged_once_and_the_rest_stored(
+    case: str, store: Store, arxiv: FakeArxiv, http, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    good = corpus(clock, 12)
+    # Filed between the 6th and 7th newest papers: on the second of three pages.
+    arxiv.papers = [*good, hostile_entry(case, published=good[5].published - timedelta(seconds=30))]
+    ingestor = make_ingestor(store, arxiv, http, clock, page_size=5)
+    with caplog.at_level(logging.WARNING, logger="bot.ingest"):
+        report = await ingestor.poll_once()
+        assert report.complete and report.pages == 3 and report.skipped == 1
+        assert sorted(report.new) == sorted(p.arxiv_id for p in good)
+        assert await store.papers.count() == 12
+        state = await store.sources.get(ingestor.source)
+        assert state.skipped and state.skipped.entries == 1 and state.last_error is None
+
+        clock.advance(1800)
+        late = make_paper(500, published=clock.now() - timedelta(minutes=2))
+        arxiv.papers.append(late)
+        again = await ingestor.poll_once()
+    assert again.complete and again.new == [late.arxiv_id] and again.skipped == 1
+    assert (state := await store.sources.get(ingestor.source)).skipped and state.skipped.entries == 1
+    [warning] = skip_warnings(caplog)
+    if case not in ("no id", "an id that is no arXiv id"):
+        assert HOSTILE_ID in warning
+
+
+async def test_a_page_of_nothing_but_unusable_entries_does_not_end_the_walk(
+    store: Store, arxiv: FakeArxiv, http, clock: FakeClock
+) -> None:
+    good = corpus(clock, 10)
+    middle = good[4].published - timedelta(seconds=30)
+    bad = [hostile_entry(case, published=middle) for case in list(HOSTILE_ENTRIES)[:5]]
+    arxiv.papers = [*good, *bad]
+    report = await make_ingestor(store, arxiv, http, clock, page_size=5).poll_once()
+    assert report.complete and report.pages == 3 and report.skipped == 5
+    assert await store.papers.count() == 10
+
+
+async def test_an_oversized_entry_is_stored_bounded(store: Store, arxiv: FakeArxiv, http, clock: FakeClock) -> None:
+    authors = (Author("N" * 50_000, ("A" * 50_000,) * 50), *(Author(f"Member {i}") for i in range(1, 5_000)))
+    huge = make_paper(1, published=clock.now() - timedelta(hours=1), title="T" * 100_000, authors=authors)
+    arxiv.papers = [huge, *corpus(clock, 3, start=10)]
+    report = await make_ingestor(store, arxiv, http, clock).poll_once()
+    assert report.complete and len(report.new) == 4
+    stored = await store.papers.get(huge.arxiv_id)
+    assert stored is not None and len(stored.title) <= 1_000
+    assert len(stored.authors) == 500 and stored.authors_omitted == 4_500
+    assert len(stored.authors[0].name) <= 300 and len(stored.authors[0].affiliations) <= 10
+    assert stored.authors[-1].name == "Member 499"
+
+
+# -- failures of the HTTP layer are recorded, and the next cycle retries -------------------------------------
+
+HTTP_FAULTS = {
+    "redirect loop": (lambda a: a.redirect_next(count=500), "redirect loop"),
+    "redirect to port 99999": (
+        lambda a: a.serve_raw_next(b"", status=302, headers={"Location": "http://127.0.0.1:99999/"}, count=500),
+        "port must be 0-65535",
+    ),
+}
+
+
+@pytest.mark.parametrize("fault", list(HTTP_FAULTS))
+async def test_an_error_of_the_http_layer_fails_the_cycle_not_the_poller(
+    fault: str, store: Store, arxiv: FakeArxiv, http, clock: FakeClock
+) -> None:
+    arxiv.papers = corpus(clock, 25)
+    ingestor = make_ingestor(store, arxiv, http, clock, page_size=10)
+    queue, said = HTTP_FAULTS[fault]
+
+    def fault_after_first_page(request: RecordedRequest) -> None:
+        if len(arxiv.requests) == 2:  # page two's request, and every one after it
+            queue(arxiv)
+
+    arxiv.on_request = fault_after_first_page
+    report = await ingestor.poll_once()
+    assert not report.complete and said in (report.error or "")
+    assert await store.papers.count() == 10
+    state = await store.sources.get(ingestor.source)
+    assert state.consecutive_failures == 1 and said in (state.last_error or "")
+
+    arxiv.on_request = None
+    arxiv.clear_faults()
+    recovered = await ingestor.poll_once()
+    assert recovered.complete and await store.papers.count() == 25
+
+
+async def test_a_trickling_page_fails_the_cycle_at_the_deadline_and_the_next_catches_up(
+    store: Store, arxiv: FakeArxiv, http, clock: FakeClock
+) -> None:
+    arxiv.papers = corpus(clock, 25)
+    polite = PoliteHttp(http, clock, min_interval=3.0, max_tries=2, deadline=0.5)
+    ingestor = Ingestor(store, ArxivClient(polite, arxiv.url), clock, categories=CATS, page_size=10)
+
+    def trickle_after_first_page(request: RecordedRequest) -> None:
+        if len(arxiv.requests) == 2:  # both tries of page two
+            arxiv.trickle_next(count=2, interval=0.05)
+
+    arxiv.on_request = trickle_after_first_page
+    async with asyncio.timeout(60):  # a bound on a hang, not a measurement
+        report = await ingestor.poll_once()
+    assert not report.complete and "deadline" in (report.error or "")
+    assert await store.papers.count() == 10
+    assert "deadline" in ((await store.sources.get(ingestor.source)).last_error or "")
+    arxiv.on_request = None
+    assert (await ingestor.poll_once()).complete and await store.papers.count() == 25

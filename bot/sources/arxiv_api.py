@@ -13,13 +13,15 @@ import contextlib
 import logging
 import re
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from itertools import islice
 from typing import Final
 
 from lxml import etree
 
 from bot.errors import ArxivQueryError, ArxivUnavailable, MalformedFeed
-from bot.models import Author, FeedPage, Paper, split_arxiv_id
+from bot.models import Author, FeedPage, Paper, SkippedEntry, split_arxiv_id
+from bot.sources import limits
 from bot.sources.polite_http import Fetched, PoliteHttp, Retryable
 
 log = logging.getLogger(__name__)
@@ -32,6 +34,9 @@ MAX_RESULTS_PER_CALL: Final = 2000
 ID_CHUNK: Final = 100
 SORT_BY: Final = frozenset({"relevance", "lastUpdatedDate", "submittedDate"})
 SORT_ORDER: Final = frozenset({"ascending", "descending"})
+QUERY_IN_LOGS: Final = 60
+SUBMITTED_SLACK: Final = timedelta(hours=24)
+ENTRY_LABEL: Final = 100  # characters of a skipped entry's id kept for logs and /status
 
 # Clark names computed once: comparing tags to constants is the cheapest way to walk 2,000 entries.
 _FEED = f"{{{ATOM_NS}}}feed"
@@ -52,6 +57,11 @@ _DOI = f"{{{ARXIV_NS}}}doi"
 _TOTAL = f"{{{OPENSEARCH_NS}}}totalResults"
 _START = f"{{{OPENSEARCH_NS}}}startIndex"
 _PER_PAGE = f"{{{OPENSEARCH_NS}}}itemsPerPage"
+_XPATH_NS = {"atom": ATOM_NS}
+# The elements of an entry read as single values. A real entry holds one of each; a hostile one may repeat them,
+# so only the first _SCALAR_SCAN of them are looked at.
+_SCALAR_TAGS = (_ID, _TITLE, _SUMMARY, _PUBLISHED, _UPDATED, _PRIMARY, _COMMENT, _JOURNAL_REF, _DOI)
+_SCALAR_SCAN = 64
 
 # Byte signatures of documents that are not UTF-8 (lxml detects these too, so must the DOCTYPE check).
 # UTF-32 first: its little-endian BOM starts with UTF-16's.
@@ -79,25 +89,30 @@ class _ErrorEntry(Exception):
     """arXiv's error entry (id .../api/errors#..., title Error): the message says why the query failed."""
 
 
-def _norm(text: str | None) -> str:
-    """Collapse whitespace runs (the legacy backend hard-wraps titles and abstracts) and strip."""
-    return " ".join(text.split()) if text else ""
-
-
-def _norm_or_none(text: str | None) -> str | None:
-    return _norm(text) or None
+def _clip_or_none(text: str | None, limit: int) -> str | None:
+    return limits.clip(text, limit) or None
 
 
 def _parse_time(text: str | None) -> datetime:
     if not text:
         raise _BadEntry("missing timestamp")
+    raw = text.strip()[: limits.TIMESTAMP_TEXT]
     try:
-        value = datetime.fromisoformat(text.strip())
-    except ValueError as exc:
-        raise _BadEntry(f"bad timestamp {text!r}") from exc
-    if value.tzinfo is None:  # arXiv times are GMT even when the zone is omitted
-        return value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+        value = datetime.fromisoformat(raw)
+        # arXiv times are GMT even when the zone is omitted. Converting year 9999 at -05:00 (or year 1 at
+        # +05:00) to UTC leaves datetime's range: OverflowError.
+        value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    except (ValueError, OverflowError) as exc:
+        raise _BadEntry(f"bad timestamp {raw!r}") from exc
+    if not limits.EARLIEST <= value < limits.LATEST:
+        raise _BadEntry(f"timestamp {raw!r} is not the date of an arXiv paper")
+    return value
+
+
+def _category(term: str | None) -> str | None:
+    """A category term without whitespace (categories are stored space-joined), or None if it is none."""
+    name = "".join((term or "")[: limits.CATEGORY + 1].split())
+    return name if 0 < len(name) <= limits.CATEGORY else None
 
 
 def _make_parser() -> etree.XMLParser:
@@ -153,74 +168,86 @@ def _parse_xml(data: bytes) -> etree._Element:
 
 
 def _parse_author(element: etree._Element) -> Author:
-    name = ""
-    affiliations: list[str] = []
-    for child in element:
-        if child.tag == _NAME:
-            name = _norm(child.text)
-        elif child.tag == _AFFILIATION:
-            affiliation = _norm(child.text)
-            if affiliation:
-                affiliations.append(affiliation)
-    return Author(name, tuple(affiliations))
+    affiliations = (
+        limits.clip(a.text, limits.AFFILIATION)
+        for a in islice(element.iterchildren(_AFFILIATION), limits.AFFILIATIONS)
+    )
+    name = next(element.iterchildren(_NAME), None)
+    text = name.text if name is not None else None
+    return Author(limits.clip(text, limits.AUTHOR_NAME), tuple(a for a in affiliations if a))
 
 
 def _parse_entry(entry: etree._Element) -> Paper:
-    raw_id = title = abstract = published = updated = primary = None
-    comment = journal_ref = doi = None
-    authors: list[Author] = []
-    categories: list[str] = []
-    for child in entry:
-        tag = child.tag
-        if tag == _AUTHOR:
-            authors.append(_parse_author(child))
-        elif tag == _CATEGORY:
-            term = (child.get("term") or "").strip()
-            if term:
-                categories.append(term)
-        elif tag == _ID:
-            raw_id = child.text
-        elif tag == _TITLE:
-            title = child.text
-        elif tag == _SUMMARY:
-            abstract = child.text
-        elif tag == _PUBLISHED:
-            published = child.text
-        elif tag == _UPDATED:
-            updated = child.text
-        elif tag == _PRIMARY:
-            primary = (child.get("term") or "").strip() or None
-        elif tag == _COMMENT:
-            comment = child.text
-        elif tag == _JOURNAL_REF:
-            journal_ref = child.text
-        elif tag == _DOI:
-            doi = child.text
+    # lxml filters children by tag in C, and only the kept authors and categories reach Python: a hostile entry
+    # with a million authors (or links, or categories) costs a count, not a million steps here.
+    found: dict[str, etree._Element] = {}
+    for child in islice(entry.iterchildren(*_SCALAR_TAGS), _SCALAR_SCAN):
+        found.setdefault(child.tag, child)  # the first of each; an entry holds one of each
+    raw_id, title, abstract = (_text(found, tag) for tag in (_ID, _TITLE, _SUMMARY))
     if raw_id and "/api/errors" in raw_id:
-        raise _ErrorEntry(_norm(abstract) or _norm(title) or raw_id)
-    try:
-        arxiv_id, version = split_arxiv_id(raw_id or "")
-    except ValueError as exc:
-        raise _BadEntry(f"no arXiv id in {raw_id!r}") from exc
+        message = limits.clip(abstract, limits.ABSTRACT) or limits.clip(title, limits.TITLE)
+        raise _ErrorEntry(message or limits.clip(raw_id, limits.ID_TEXT))
+    arxiv_id, version = _entry_id(raw_id)
+    authors = tuple(_parse_author(a) for a in islice(entry.iterchildren(_AUTHOR), limits.AUTHORS))
+    listed = len(authors)
+    if listed == limits.AUTHORS:  # a collaboration, or a hostile entry: count the rest without reading them
+        listed = int(entry.xpath("count(atom:author)", namespaces=_XPATH_NS))
+    # Terms in order, deduplicated; a few times the bound are read, in case of repeats.
+    terms = (_category(c.get("term")) for c in islice(entry.iterchildren(_CATEGORY), limits.CATEGORIES * 4))
+    categories = list(dict.fromkeys(t for t in terms if t))[: limits.CATEGORIES]
+    primary_element = found.get(_PRIMARY)
+    primary = _category(primary_element.get("term")) if primary_element is not None else None
     primary = primary or (categories[0] if categories else None)
     if primary is None:
-        raise _BadEntry(f"{arxiv_id} has no category")
-    updated_at = _parse_time(updated or published)
+        raise _BadEntry("no category")
+    if primary not in categories:  # the primary leads when arXiv left it out of the <category> list
+        categories = [primary, *categories][: limits.CATEGORIES]
+    published = _text(found, _PUBLISHED)
+    updated_at = _parse_time(_text(found, _UPDATED) or published)
     return Paper(
         arxiv_id=arxiv_id,
         version=version or 1,
-        title=_norm(title),
-        abstract=_norm(abstract),
-        authors=tuple(authors),
+        title=limits.clip(title, limits.TITLE),
+        abstract=limits.clip(abstract, limits.ABSTRACT),
+        authors=authors,
         primary_category=primary,
-        # The primary leads when arXiv left it out of the <category> list; dict.fromkeys dedupes in order.
-        categories=tuple(dict.fromkeys([primary, *categories] if primary not in categories else categories)),
+        categories=tuple(categories),
         published=_parse_time(published) if published else updated_at,
         updated=updated_at,
-        comment=_norm_or_none(comment),
-        journal_ref=_norm_or_none(journal_ref),
-        doi=_norm_or_none(doi),
+        comment=_clip_or_none(_text(found, _COMMENT), limits.COMMENT),
+        journal_ref=_clip_or_none(_text(found, _JOURNAL_REF), limits.JOURNAL_REF),
+        doi=_clip_or_none(_text(found, _DOI), limits.DOI),
+        authors_omitted=listed - len(authors),
     )
+
+
+def _text(found: dict[str, etree._Element], tag: str) -> str | None:
+    element = found.get(tag)
+    return element.text if element is not None else None
+
+
+def _entry_id(raw_id: str | None) -> tuple[str, int | None]:
+    text = (raw_id or "").strip()
+    if len(text) > limits.ID_TEXT:
+        raise _BadEntry("an id too long to be an arXiv id")
+    try:
+        arxiv_id, version = split_arxiv_id(text)
+    except ValueError:
+        raise _BadEntry("no arXiv id") from None
+    if version is not None and version > limits.VERSION:
+        raise _BadEntry(f"version v{version} is not a real arXiv version")
+    return arxiv_id, version
+
+
+def _entry_label(entry: etree._Element) -> str:
+    """How logs and /status name a skipped entry: its id as served (shortened), or a mark when it has none."""
+    element = next(entry.iterchildren(_ID), None)
+    raw = element.text if element is not None else None
+    text = " ".join((raw or "")[: ENTRY_LABEL * 2].split())
+    if not text:
+        return "(an entry without an id)"
+    text = text.removeprefix("http://arxiv.org/abs/").removeprefix("https://arxiv.org/abs/")
+    return text if len(text) <= ENTRY_LABEL else text[: ENTRY_LABEL - 1] + "…"
 
 
 def _count(text: str | None, what: str) -> int:
@@ -234,13 +261,15 @@ def parse_feed(data: bytes, *, query: str = "") -> FeedPage:
     """Parse one arXiv API Atom page.
 
     Raises UnsafeFeed (a MalformedFeed) for any DOCTYPE, MalformedFeed for anything that is not a complete
-    Atom feed with opensearch counts, and ArxivQueryError when the feed is arXiv's error entry. An entry
-    without a usable id, date or category is logged and skipped rather than failing the whole page.
+    Atom feed with opensearch counts, and ArxivQueryError when the feed is arXiv's error entry. An entry that
+    holds no usable paper, whatever is wrong with it, is skipped (listed in `FeedPage.skipped` with its id and
+    why) rather than failing the page; the caller logs and counts it. Every field is bounded (bot/sources/limits).
     """
     root = _parse_xml(data)
     if root.tag != _FEED:
         raise MalformedFeed(f"not an Atom feed (root element {root.tag!r})")
     papers: list[Paper] = []
+    skipped: list[SkippedEntry] = []
     title = total = start = per_page = None
     for child in root:
         tag = child.tag
@@ -250,7 +279,10 @@ def parse_feed(data: bytes, *, query: str = "") -> FeedPage:
             except _ErrorEntry as exc:
                 raise ArxivQueryError(query, str(exc)) from None
             except _BadEntry as exc:
-                log.warning("arXiv feed: skipped an entry: %s", exc)
+                skipped.append(SkippedEntry(_entry_label(child), str(exc)))
+            except Exception as exc:  # a hostile entry of a kind not foreseen: it must not cost the page
+                log.debug("unforeseen fault in an entry", exc_info=True)
+                skipped.append(SkippedEntry(_entry_label(child), f"unreadable entry ({type(exc).__name__})"))
         elif tag == _TOTAL:
             total = child.text
         elif tag == _START:
@@ -264,8 +296,14 @@ def parse_feed(data: bytes, *, query: str = "") -> FeedPage:
         total_results=_count(total, "opensearch:totalResults"),
         start_index=_count(start, "opensearch:startIndex"),
         items_per_page=_count(per_page, "opensearch:itemsPerPage"),
-        query_title=_norm(title),
+        query_title=limits.clip(title, limits.TITLE),
+        skipped=tuple(skipped),
     )
+
+
+def shorten(query: str, limit: int = QUERY_IN_LOGS) -> str:
+    """A query as logs and errors name it: whole when short, else its start (a backfill query can run long)."""
+    return query if len(query) <= limit else query[: limit - 1] + "…"
 
 
 def category_query(categories: Sequence[str]) -> str:
@@ -278,6 +316,25 @@ def category_query(categories: Sequence[str]) -> str:
         raise ValueError(f"not arXiv categories: {', '.join(bad)}")
     terms = " OR ".join(f"cat:{c}" for c in names)
     return terms if len(names) == 1 else f"({terms})"
+
+
+def submitted_bounds(start: datetime, end: datetime) -> tuple[datetime, datetime]:
+    """The half-open interval of submission times `submitted_range(start, end)` asks arXiv for (whole minutes,
+    both inclusive), widened by SUBMITTED_SLACK: arXiv's index and an entry's own date may disagree by a little
+    near a boundary; an entry outside even these bounds is broken or hostile, and is skipped."""
+    lo = start.astimezone(UTC).replace(second=0, microsecond=0)
+    hi = end.astimezone(UTC).replace(second=0, microsecond=0) + timedelta(minutes=1)
+    return lo - SUBMITTED_SLACK, hi + SUBMITTED_SLACK
+
+
+def outside_window(papers: Sequence[Paper], bounds: tuple[datetime, datetime]) -> list[SkippedEntry]:
+    """The papers submitted outside `bounds` (from submitted_bounds), as skipped entries."""
+    lo, hi = bounds
+    return [
+        SkippedEntry(p.versioned_id, f"submitted {p.published:%Y-%m-%d %H:%M} UTC, outside the window asked for")
+        for p in papers
+        if not lo <= p.published < hi
+    ]
 
 
 def submitted_range(start: datetime, end: datetime) -> str:
@@ -328,6 +385,8 @@ class ArxivClient:
             params: dict[str, str | int] = {"id_list": chunk, "start": 0, "max_results": ID_CHUNK}
             page = await self._page(params, query=f"id_list={chunk}", start=0)
             papers.extend(page.papers)
+            for entry in page.skipped:
+                log.warning("arXiv API: skipped entry %s: %s", entry.entry_id, entry.reason)
         return papers
 
     async def _page(self, params: dict[str, str | int], *, query: str, start: int) -> FeedPage:
@@ -335,7 +394,7 @@ class ArxivClient:
             return await _read_page(fetched, query=query, start=start)
 
         return await self.http.get(
-            self.base_url, read, params=params, what=f"arXiv API ({query}, start {start})"
+            self.base_url, read, params=params, what=f"arXiv API ({shorten(query)}, start {start})"
         )
 
 
@@ -370,7 +429,7 @@ async def _read_page(fetched: Fetched, *, query: str, start: int) -> FeedPage:
         raise
     except MalformedFeed as exc:
         raise Retryable(f"unreadable page ({exc})") from exc
-    if not page.papers and start < page.total_results:
+    if not page.entries and start < page.total_results:
         # arXiv's known fault: an empty page although more results exist. Never "no new papers".
         raise Retryable(f"empty page at start {start} of {page.total_results} results")
     return page

@@ -1,8 +1,11 @@
-"""Polite HTTP for arXiv: one request at a time, a minimum interval, bounded bodies, retries with backoff.
+"""Polite HTTP for arXiv: one request at a time, a minimum interval, bounded bodies and time, retries with backoff.
 
 arXiv's etiquette (at most one request every 3 s, one connection) applies to the API, RSS and OAI-PMH together,
 so every arXiv source shares one PoliteHttp. The caller's `parse` decides what a usable answer is: raising
 `Retryable` from it (an empty page that should not be empty, a truncated body) retries like a 503 would.
+
+Whatever the HTTP layer raises leaves `get` as an ArxivUnavailable (a SourceError), never as an httpx or socket
+error: a poll records it and the next cycle tries again.
 """
 
 from __future__ import annotations
@@ -26,6 +29,11 @@ T = TypeVar("T")
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504, 520, 522, 524})
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+# The whole of one request, from sending it to the last byte. httpx's timeout is per read, so a server trickling
+# a byte a second would hold the one shared connection (and every poll and /paper lookup queued behind its lock)
+# forever. A 2,000-entry page takes arXiv well under a minute to produce and send.
+DEFAULT_DEADLINE = 180.0
+REASON_CHARS = 200  # an exception's text can be long (a whole URL); a log line needs its start
 
 
 class Retryable(Exception):
@@ -52,6 +60,15 @@ def build_http_client(user_agent: str, timeout: float = 60.0) -> httpx.AsyncClie
         limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
         follow_redirects=True,
     )
+
+
+def describe(exc: BaseException) -> str:
+    """`Type: message` of an exception, looking inside exception groups (anyio wraps socket errors in them)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = " ".join(str(exc).split())
+    named = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return named if len(named) <= REASON_CHARS else named[: REASON_CHARS - 1] + "…"
 
 
 def parse_retry_after(value: str | None, now_ts: float) -> float | None:
@@ -83,6 +100,7 @@ class PoliteHttp:
         backoff_base: float = 3.0,
         backoff_cap: float = 300.0,
         max_bytes: int = DEFAULT_MAX_BYTES,
+        deadline: float = DEFAULT_DEADLINE,
         rng: random.Random | None = None,
     ) -> None:
         self.client = client
@@ -92,6 +110,7 @@ class PoliteHttp:
         self.backoff_base = backoff_base
         self.backoff_cap = backoff_cap
         self.max_bytes = max_bytes
+        self.deadline = deadline
         self.rng = rng or random.Random()
         self._lock = asyncio.Lock()
         self._last_start: float | None = None
@@ -110,25 +129,52 @@ class PoliteHttp:
         self._last_start = self.clock.monotonic()
 
     async def _get_once(
-        self, url: str, params: Mapping[str, str | int] | None, headers: Mapping[str, str]
+        self, url: str, params: Mapping[str, str | int] | None, headers: Mapping[str, str], what: str
     ) -> Fetched:
+        """One request. Transient failures raise Retryable; any other failure of the HTTP layer raises
+        ArxivUnavailable at once (retrying a redirect loop within the call only hammers the server)."""
         async with self._lock:
             await self._wait_turn()
             self.requests_sent += 1
-            async with self.client.stream("GET", url, params=params, headers=headers) as response:
-                declared = response.headers.get("Content-Length")
-                if declared and declared.isdigit() and int(declared) > self.max_bytes:
-                    raise Retryable(f"response of {declared} bytes is over the {self.max_bytes} byte bound")
-                chunks: list[bytes] = []
-                size = 0
-                async for chunk in response.aiter_bytes():
-                    size += len(chunk)
-                    if size > self.max_bytes:
-                        raise Retryable(f"response is over the {self.max_bytes} byte bound")
-                    chunks.append(chunk)
-                return Fetched(
-                    str(response.url), response.status_code, dict(response.headers), b"".join(chunks)
-                )
+            # The deadline runs on the event loop's clock: a socket that trickles cannot be driven by an
+            # injected clock. It covers only the request itself, not the wait for the lock or the interval.
+            deadline = asyncio.timeout(self.deadline)
+            try:
+                async with deadline:
+                    return await self._read(url, params, headers)
+            except TimeoutError:
+                if deadline.expired():
+                    raise Retryable(f"no complete answer within the {self.deadline:g} s deadline") from None
+                raise Retryable("timed out") from None
+            except (Retryable, asyncio.CancelledError):
+                raise
+            except httpx.TimeoutException as exc:
+                raise Retryable(f"timed out ({type(exc).__name__})") from exc
+            except httpx.TransportError as exc:
+                raise Retryable(f"connection failed ({describe(exc)})") from exc
+            except httpx.DecodingError as exc:  # a corrupt gzip body: not a TransportError, still transient
+                raise Retryable(f"undecodable body ({describe(exc)})") from exc
+            except httpx.TooManyRedirects:
+                raise ArxivUnavailable(f"{what} is stuck in a redirect loop; will try again later") from None
+            except Exception as exc:  # anything else the HTTP stack lets out (e.g. a bad port)
+                log.debug("%s: unexpected error from the HTTP layer", what, exc_info=True)
+                raise ArxivUnavailable(f"{what} could not be fetched ({describe(exc)})") from exc
+
+    async def _read(
+        self, url: str, params: Mapping[str, str | int] | None, headers: Mapping[str, str]
+    ) -> Fetched:
+        async with self.client.stream("GET", url, params=params, headers=headers) as response:
+            declared = response.headers.get("Content-Length")
+            if declared and declared.isdigit() and int(declared) > self.max_bytes:
+                raise Retryable(f"response of {declared} bytes is over the {self.max_bytes} byte bound")
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in response.aiter_bytes():
+                size += len(chunk)
+                if size > self.max_bytes:
+                    raise Retryable(f"response is over the {self.max_bytes} byte bound")
+                chunks.append(chunk)
+            return Fetched(str(response.url), response.status_code, dict(response.headers), b"".join(chunks))
 
     async def get(
         self,
@@ -139,14 +185,15 @@ class PoliteHttp:
         headers: Mapping[str, str] | None = None,
         what: str = "arXiv",
     ) -> T:
-        """GET with retries. Statuses in RETRY_STATUSES, transport errors, undecodable (corrupt gzip) bodies
-        and `Retryable` from `parse` are retried; any other exception from `parse` propagates (e.g. a query
-        arXiv rejects)."""
+        """GET with retries. Statuses in RETRY_STATUSES, transport errors, the deadline, undecodable (corrupt
+        gzip) bodies and `Retryable` from `parse` are retried; other failures of the HTTP layer raise
+        ArxivUnavailable at once; any other exception from `parse` propagates (e.g. a query arXiv rejects).
+        `what` names the request in logs and errors: keep it short (it is repeated on every retry)."""
         last_reason = ""
         for attempt in range(self.max_tries):
             retry_after: float | None = None
             try:
-                fetched = await self._get_once(url, params, headers or {})
+                fetched = await self._get_once(url, params, headers or {}, what)
                 if fetched.status in RETRY_STATUSES:
                     retry_after = parse_retry_after(
                         fetched.headers.get("retry-after"), self.clock.now().timestamp()
@@ -158,22 +205,16 @@ class PoliteHttp:
                 return result  # type: ignore[return-value]
             except Retryable as exc:
                 last_reason, retry_after = str(exc), exc.retry_after
-            except httpx.TimeoutException as exc:
-                last_reason = f"timed out ({type(exc).__name__})"
-            except httpx.TransportError as exc:
-                last_reason = f"connection failed ({type(exc).__name__}: {exc})"
-            except httpx.DecodingError as exc:  # a corrupt gzip body: not a TransportError, still transient
-                last_reason = f"undecodable body ({exc})"
             if attempt + 1 >= self.max_tries:
                 break
             wait = retry_after if retry_after is not None else self.backoff(attempt)
             wait = min(max(wait, self.min_interval), self.backoff_cap)
             log.warning(
-                "%s: %s; try %d of %d, retrying in %.1f s",
+                "%s: attempt %d of %d failed (%s); next in %.1f s",
                 what,
-                last_reason,
                 attempt + 1,
                 self.max_tries,
+                last_reason,
                 wait,
             )
             await self.clock.sleep(wait)

@@ -16,15 +16,15 @@ _CHUNK = 500  # SQLite's default limit on host parameters is 32766; stay well be
 
 _COLUMNS = (
     "arxiv_id, version, title, abstract, authors, authors_json, primary_category, categories, "
-    "published, updated, comment, journal_ref, doi"
+    "published, updated, comment, journal_ref, doi, authors_omitted"
 )
-_INSERT = f"INSERT INTO papers ({_COLUMNS}, first_seen, last_changed) VALUES ({', '.join('?' * 15)})"
+_INSERT = f"INSERT INTO papers ({_COLUMNS}, first_seen, last_changed) VALUES ({', '.join('?' * 16)})"
 # published keeps the earliest value seen: the v1 submission time. A source that knows only announcement
 # dates (RSS) must not move a paper forward in time, which would move it between momentum windows.
 _UPDATE = (
     "UPDATE papers SET version = ?, title = ?, abstract = ?, authors = ?, authors_json = ?, "
     "primary_category = ?, categories = ?, published = MIN(published, ?), updated = ?, comment = ?, journal_ref = ?, doi = ?, "
-    "last_changed = ? WHERE arxiv_id = ?"
+    "authors_omitted = ?, last_changed = ? WHERE arxiv_id = ?"
 )
 _LINK_CATEGORIES = (
     "INSERT OR IGNORE INTO paper_categories (category, published, paper_pk) "
@@ -75,6 +75,7 @@ def _paper_values(paper: Paper) -> tuple[object, ...]:
         paper.comment,
         paper.journal_ref,
         paper.doi,
+        paper.authors_omitted,
     )
 
 
@@ -92,6 +93,7 @@ def paper_from_row(row: aiosqlite.Row) -> Paper:
         comment=row["comment"],
         journal_ref=row["journal_ref"],
         doi=row["doi"],
+        authors_omitted=row["authors_omitted"],
     )
 
 

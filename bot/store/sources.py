@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from bot.models import SkippedEntry
 from bot.store.database import Database
 from bot.store.papers import from_ts, to_ts
+
+ERROR_CHARS = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,6 +24,17 @@ class SourceState:
     last_error: str | None = None
     consecutive_failures: int = 0
     papers_stored: int = 0
+    skipped: SkippedSummary | None = None  # entries it served that held no usable paper, if any
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedSummary:
+    """Distinct entries a source (a poll, a backfill job) skipped, and the one it skipped first most recently."""
+
+    source: str
+    entries: int
+    latest: SkippedEntry
+    latest_at: datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,11 +67,58 @@ class SourceRepo:
             last_error=row["last_error"],
             consecutive_failures=row["consecutive_failures"],
             papers_stored=row["papers_stored"],
+            skipped=await self.skipped_summary(source),
         )
 
     async def all(self) -> list[SourceState]:
         rows = await self.db.fetchall("SELECT source FROM source_state ORDER BY source")
         return [await self.get(r["source"]) for r in rows]
+
+    async def record_skipped(
+        self, source: str, entries: Sequence[SkippedEntry], at: datetime
+    ) -> list[SkippedEntry]:
+        """Remember entries `source` skipped; return those it had not skipped before (to log them once)."""
+        if not entries:
+            return []
+        unique = list({e.entry_id: e for e in entries}.values())
+        known: set[str] = set()
+        async with self.db.transaction() as conn:  # the lookup and the write see the same rows
+            for i in range(0, len(unique), 500):
+                chunk = [e.entry_id for e in unique[i : i + 500]]
+                rows = await self.db.fetchall(
+                    "SELECT entry FROM skipped_entries WHERE source = ? AND entry IN"
+                    f" ({','.join('?' * len(chunk))})",
+                    (source, *chunk),
+                )
+                known.update(r[0] for r in rows)
+            await conn.executemany(
+                "INSERT INTO skipped_entries (source, entry, reason, first_seen, last_seen)"
+                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (source, entry) DO UPDATE SET"
+                " reason = excluded.reason, last_seen = excluded.last_seen",
+                [(source, e.entry_id, e.reason[:ERROR_CHARS], to_ts(at), to_ts(at)) for e in unique],
+            )
+        return [e for e in unique if e.entry_id not in known]
+
+    async def skipped_summary(self, source: str) -> SkippedSummary | None:
+        count = await self.db.fetchone("SELECT COUNT(*) FROM skipped_entries WHERE source = ?", (source,))
+        latest = await self.db.fetchone(
+            "SELECT entry, reason, first_seen FROM skipped_entries WHERE source = ?"
+            " ORDER BY first_seen DESC, entry LIMIT 1",
+            (source,),
+        )
+        if count is None or latest is None:
+            return None
+        entry = SkippedEntry(latest["entry"], latest["reason"])
+        return SkippedSummary(source, int(count[0]), entry, from_ts(latest["first_seen"]))
+
+    async def skipped_elsewhere(self) -> list[SkippedSummary]:
+        """Skipped entries of sources without a poll state (backfill jobs)."""
+        rows = await self.db.fetchall(
+            "SELECT DISTINCT source FROM skipped_entries"
+            " WHERE source NOT IN (SELECT source FROM source_state) ORDER BY source"
+        )
+        found = [await self.skipped_summary(r[0]) for r in rows]
+        return [s for s in found if s is not None]
 
     async def record_success(
         self,
@@ -68,12 +130,15 @@ class SourceRepo:
         etag: str | None = None,
         last_modified: str | None = None,
     ) -> None:
-        """A complete cycle: advance the watermark (never backwards) and clear the error."""
+        """A complete cycle: advance the watermark (never backwards, never past `at`) and clear the error."""
+        if watermark is not None:
+            watermark = min(watermark, at)
         await self.db.execute(
             "INSERT INTO source_state (source, watermark, etag, last_modified, last_attempt, last_success,"
             " consecutive_failures, papers_stored) VALUES (?, ?, ?, ?, ?, ?, 0, ?) "
             "ON CONFLICT (source) DO UPDATE SET "
-            " watermark = MAX(COALESCE(source_state.watermark, 0), COALESCE(excluded.watermark, 0)),"
+            " watermark = MIN(MAX(COALESCE(source_state.watermark, 0), COALESCE(excluded.watermark, 0)),"
+            " excluded.last_success),"
             " etag = COALESCE(excluded.etag, source_state.etag),"
             " last_modified = COALESCE(excluded.last_modified, source_state.last_modified),"
             " last_attempt = excluded.last_attempt, last_success = excluded.last_success, last_error = NULL,"
@@ -95,7 +160,7 @@ class SourceRepo:
             " VALUES (?, ?, ?, 1, ?) ON CONFLICT (source) DO UPDATE SET last_attempt = excluded.last_attempt,"
             " last_error = excluded.last_error, consecutive_failures = source_state.consecutive_failures + 1,"
             " papers_stored = source_state.papers_stored + excluded.papers_stored",
-            (source, to_ts(at), error[:500], papers),
+            (source, to_ts(at), error[:ERROR_CHARS], papers),
         )
 
 

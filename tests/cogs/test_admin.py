@@ -1,4 +1,4 @@
-"""/status through the real client against the loopback Discord and arXiv."""
+"""/status through the real client against the loopback Discord and arXiv: polls, errors, skipped entries."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from tests.cogs.test_follow import (
     rl_paper,
 )
 from tests.fakes.arxiv_server import FakeArxiv
+from tests.fakes.atom import RawEntry, entry_xml, hostile_entry
 from tests.fakes.discord_server import EPHEMERAL, MANAGE_GUILD
 from tests.harness import running_paperbot
 
@@ -89,4 +90,50 @@ async def test_status_shows_polls_papers_posts_and_broken_follows(tmp_path: Path
             elsewhere = await status(where=b_channel, who=b_member, in_guild=guild_b)
             assert elsewhere["Posts in this server"] == "0 queued · 0 sent · 0 failed"
             assert "Broken follows (1)" not in elsewhere and elsewhere["Papers stored"] == "4"
+        assert discord.violations == []
+
+
+async def test_status_shows_every_poll_error_and_the_entries_skipped(tmp_path: Path) -> None:
+    clock = FakeClock(NOW)
+    async with OverwriteDiscord() as discord, FakeArxiv() as arxiv:
+        guild = discord.add_guild("Lab A")
+        papers = discord.add_text_channel(guild, "papers")
+        admin = discord.add_member(guild, "admin", permissions=MEMBER | MANAGE_GUILD)
+        future = plain_paper(9, published=datetime(2099, 1, 1, tzinfo=UTC))
+        arxiv.papers = [
+            rl_paper(1, published=NOW - timedelta(days=1)),
+            hostile_entry("a version past SQLite's integer", published=NOW - timedelta(hours=2)),
+            RawEntry(entry_xml(future)),  # served whatever range is asked for
+        ]
+        async with running_paperbot(tmp_path, discord, arxiv, clock=clock) as bot:
+
+            async def polling() -> str:
+                return fields_of(await (await invoke(discord, guild, papers, admin, "status")).wait_response())[
+                    "arXiv polling"
+                ]
+
+            assert (await bot.ctx.ingestor().poll_once()).complete
+            healthy = await polling()
+            assert "⚠️" not in healthy
+            assert "🚫 2 unusable entries skipped; latest" in healthy
+            # Both were first seen by the same poll; the latest shown is the first by id.
+            assert f"`{future.versioned_id}: submitted 2099-01-01 00:00 UTC, outside the window" in healthy
+
+            # A redirect loop escaped the poll before, and /status showed nothing wrong.
+            arxiv.redirect_next(count=500)
+            clock.advance(1800)
+            assert not (await bot.ctx.ingestor().poll_once()).complete
+            troubled = await polling()
+            assert "⚠️ 1 failed poll" in troubled and "redirect loop" in troubled
+            assert "🚫 2 unusable entries skipped" in troubled  # the same two entries, counted once
+
+            arxiv.clear_faults()
+            clock.advance(1800)
+            assert (await bot.ctx.ingestor().poll_once()).complete
+            recovered = await polling()
+            assert "⚠️" not in recovered and "🚫 2 unusable entries skipped" in recovered
+
+            # A backfill's skipped entries show too, under its own name.
+            await bot.ctx.backfill(("cs.LG",)).run(1)
+            assert "`backfill:cs.LG`: 🚫 2 unusable entries skipped" in await polling()
         assert discord.violations == []

@@ -28,10 +28,12 @@ from typing import Literal
 from aiohttp import web
 
 from bot.models import Paper, split_arxiv_id
-from tests.fakes.atom import atom_feed, error_feed
+from tests.fakes.atom import RawEntry, atom_feed, error_feed
 
 Endpoint = Literal["api", "rss"]
 QueryFilter = Callable[[str], Callable[[Paper], bool] | None]
+Item = Paper | RawEntry  # what the fake holds: papers, and entries served exactly as written
+_NEWEST = datetime.max.replace(tzinfo=UTC)  # where a RawEntry without a date sorts
 
 _CAT = re.compile(r"cat:([A-Za-z\-]+(?:\.[A-Za-z\-]+)?)")
 _DATE_RANGE = re.compile(r"submittedDate:\[(\d{12}) TO (\d{12})\]")
@@ -40,6 +42,7 @@ _SORT_KEYS: dict[str, Callable[[Paper], tuple[datetime, str]]] = {
     "submittedDate": lambda p: (p.published, p.arxiv_id),
     "lastUpdatedDate": lambda p: (p.updated, p.arxiv_id),
 }
+_RAW_SORT_KEY: Callable[[RawEntry], tuple[datetime, str]] = lambda e: (e.published or _NEWEST, "")  # noqa: E731
 MAX_RESULTS = 2000
 
 
@@ -53,7 +56,7 @@ class RecordedRequest:
 
 @dataclass(frozen=True, slots=True)
 class _Fault:
-    kind: Literal["status", "empty", "truncate", "delay", "reset", "raw"]
+    kind: Literal["status", "empty", "truncate", "delay", "reset", "raw", "trickle", "redirect"]
     status: int = 200
     retry_after: str | None = None
     seconds: float = 0.0
@@ -96,7 +99,7 @@ def _categories(part: str) -> set[str] | None:
     return {m.group(1) for m in matches if m}
 
 
-def _builtin_predicate(query: str) -> Callable[[Paper], bool]:
+def _builtin_predicate(query: str) -> Callable[[Item], bool]:
     """The filter for the query shapes paperwatch sends; raises _BadQuery for anything else."""
     cats: set[str] | None = None
     window: tuple[datetime, datetime] | None = None
@@ -115,9 +118,11 @@ def _builtin_predicate(query: str) -> Callable[[Paper], bool]:
         raise _BadQuery(f"query {query!r} names no category")
     chosen, bounds = cats, window
 
-    def matches(paper: Paper) -> bool:
+    def matches(paper: Item) -> bool:
         if not chosen.intersection(paper.categories):
             return False
+        if paper.published is None:  # a RawEntry that every date range holds
+            return True
         return bounds is None or bounds[0] <= paper.published < bounds[1]
 
     return matches
@@ -131,8 +136,8 @@ def _etag_matches(header: str, etag: str) -> bool:
 class FakeArxiv:
     """arXiv on 127.0.0.1: `url` is the API query URL, `rss_url` the RSS base (append `/<cats>`)."""
 
-    def __init__(self, papers: Iterable[Paper] = (), *, query_filter: QueryFilter | None = None) -> None:
-        self.papers: list[Paper] = list(papers)
+    def __init__(self, papers: Iterable[Item] = (), *, query_filter: QueryFilter | None = None) -> None:
+        self.papers: list[Item] = list(papers)
         self.requests: list[RecordedRequest] = []
         self.query_filter = query_filter
         # Called with each request before it is answered; tests use it to queue faults at a chosen moment.
@@ -216,8 +221,22 @@ class FakeArxiv:
         chosen = headers if headers is not None else {"Content-Type": "application/atom+xml; charset=utf-8"}
         self._queue(endpoint, _Fault("raw", status=status, body=body, headers=tuple(chosen.items())), count)
 
+    def trickle_next(
+        self, count: int = 1, *, interval: float = 0.05, body: bytes | None = None, endpoint: Endpoint = "api"
+    ) -> None:
+        """Answer 200 with headers at once, then one byte of the body (the real answer unless given) every
+        `interval` seconds of real time: each read is quick, the whole answer takes minutes."""
+        self._queue(endpoint, _Fault("trickle", seconds=interval, body=body or b""), count)
+
+    def redirect_next(self, count: int = 1, *, endpoint: Endpoint = "api") -> None:
+        """Answer 302 to the very URL asked: queued often enough, a redirect loop."""
+        self._queue(endpoint, _Fault("redirect", status=302), count)
+
     def pending_faults(self, endpoint: Endpoint = "api") -> int:
         return len(self._faults[endpoint])
+
+    def clear_faults(self, endpoint: Endpoint = "api") -> None:
+        self._faults[endpoint].clear()
 
     def _queue(self, endpoint: Endpoint, fault: _Fault, count: int) -> None:
         self._faults[endpoint].extend([fault] * count)
@@ -288,6 +307,8 @@ class FakeArxiv:
             with contextlib.suppress(TimeoutError):  # closing the fake cuts the delay short
                 await asyncio.wait_for(self._closing.wait(), fault.seconds)
             fault = None
+        if fault is not None and fault.kind == "redirect":
+            return web.Response(status=302, headers={"Location": str(request.rel_url)})
         if fault is not None and fault.kind == "status":
             reply = _fault_reply(fault)
         elif fault is not None and fault.kind == "raw":
@@ -298,7 +319,22 @@ class FakeArxiv:
             reply.body = reply.body[: len(reply.body) // 2]
         if fault is not None and fault.kind == "reset":
             return await _reset(request, reply)
+        if fault is not None and fault.kind == "trickle":
+            return await self._trickle(request, reply, fault)
         return web.Response(status=reply.status, body=reply.body, headers=reply.headers)
+
+    async def _trickle(self, request: web.Request, reply: _Reply, fault: _Fault) -> web.StreamResponse:
+        body = fault.body or reply.body
+        response = web.StreamResponse(status=reply.status, headers=reply.headers)
+        response.content_length = len(body)
+        await response.prepare(request)
+        for i in range(len(body)):
+            await response.write(body[i : i + 1])
+            with contextlib.suppress(TimeoutError):  # closing the fake ends the trickle
+                await asyncio.wait_for(self._closing.wait(), fault.seconds)
+            if self._closing.is_set():
+                break
+        return response
 
     def _query_reply(self, request: web.Request, empty: bool) -> _Reply:
         try:
@@ -328,18 +364,19 @@ class FakeArxiv:
         body = atom_feed(page, total=len(matching), start=start, title=title, items_per_page=max_results)
         return _Reply(200, body, {"Content-Type": "application/atom+xml; charset=utf-8"})
 
-    def _predicate(self, search: str) -> Callable[[Paper], bool]:
+    def _predicate(self, search: str) -> Callable[[Item], bool]:
         try:
             return _builtin_predicate(search)
         except _BadQuery:
             custom = self.query_filter(search) if self.query_filter else None
             if custom is None:
                 raise
-            return custom
+            chosen = custom
+            return lambda item: isinstance(item, RawEntry) or chosen(item)
 
-    def _by_ids(self, ids: str) -> list[Paper]:
-        by_base = {p.arxiv_id: p for p in self.papers}
-        found: list[Paper] = []
+    def _by_ids(self, ids: str) -> list[Item]:
+        by_base = {p.arxiv_id: p for p in self.papers if isinstance(p, Paper)}
+        found: list[Item] = []
         for raw in ids.split(","):
             try:
                 base, _version = split_arxiv_id(raw)
@@ -389,12 +426,17 @@ def _int_param(params: dict[str, str], name: str, default: int) -> int:
     return int(raw)
 
 
-def _sorted(papers: list[Paper], sort_by: str | None, order: str) -> list[Paper]:
+def _sorted(papers: list[Item], sort_by: str | None, order: str) -> list[Item]:
     if sort_by is None or sort_by == "relevance":
         return papers  # corpus order stands in for relevance
     if sort_by not in _SORT_KEYS or order not in ("ascending", "descending"):
         raise _BadQuery(f"unsupported sort {sort_by!r} {order!r}")
-    return sorted(papers, key=_SORT_KEYS[sort_by], reverse=order == "descending")
+    paper_key = _SORT_KEYS[sort_by]
+
+    def key(item: Item) -> tuple[datetime, str]:
+        return _RAW_SORT_KEY(item) if isinstance(item, RawEntry) else paper_key(item)
+
+    return sorted(papers, key=key, reverse=order == "descending")
 
 
 def _fault_reply(fault: _Fault) -> _Reply:

@@ -6,7 +6,9 @@ reads real pages reads these too. Built with lxml so every character is escaped 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from lxml import etree
@@ -39,6 +41,95 @@ def _feed(title: str, *, total: int, start: int, items_per_page: int) -> etree._
     _add(feed, OPENSEARCH_NS, "totalResults", str(total))
     _add(feed, OPENSEARCH_NS, "startIndex", str(start))
     return feed
+
+
+@dataclass(frozen=True, slots=True)
+class RawEntry:
+    """An entry served exactly as written: what arXiv's schema allows but no Paper can hold (a year-9999 date,
+    a 20-digit version, a missing id). FakeArxiv files it under `published` when filtering and sorting by
+    submission date (None: it matches every date range and sorts newest), and under `categories`."""
+
+    xml: str
+    published: datetime | None = None
+    categories: tuple[str, ...] = ("cs.LG", "cs.AI")
+
+
+# Element names `entry_xml` can rewrite, by the name tests use.
+_RAW_FIELDS = {
+    "id": (ATOM_NS, "id"),
+    "title": (ATOM_NS, "title"),
+    "summary": (ATOM_NS, "summary"),
+    "published": (ATOM_NS, "published"),
+    "updated": (ATOM_NS, "updated"),
+    "comment": (ARXIV_NS, "comment"),
+    "journal_ref": (ARXIV_NS, "journal_ref"),
+    "doi": (ARXIV_NS, "doi"),
+}
+
+
+def entry_xml(paper: Paper, **raw: str | None) -> str:
+    """The entry of `paper` as XML text, with the text of the named elements (id, title, summary, published,
+    updated, comment, journal_ref, doi) replaced; None removes the element."""
+    holder = etree.Element(f"{{{ATOM_NS}}}feed", nsmap=_NSMAP)  # type: ignore[arg-type]
+    _entry(holder, paper)
+    [entry] = holder
+    for name, text in raw.items():
+        ns, tag = _RAW_FIELDS[name]
+        found = entry.find(f"{{{ns}}}{tag}")
+        if found is None:
+            found = _add(entry, ns, tag)
+        if text is None:
+            entry.remove(found)
+        else:
+            found.text = text
+    return etree.tostring(entry, encoding="unicode")
+
+
+# Entries that hold no usable paper, each breaking one thing: every one must be skipped, never fatal.
+HOSTILE_ENTRIES: dict[str, dict[str, str | None]] = {
+    "a year-9999 date past the end of time in UTC": {
+        "published": "9999-12-31T23:59:59-05:00",
+        "updated": "9999-12-31T23:59:59-05:00",
+    },
+    "a year-1 date before the start of time in UTC": {
+        "published": "0001-01-01T00:00:00+05:00",
+        "updated": "0001-01-01T00:00:00+05:00",
+    },
+    "a date from before arXiv": {"published": "1700-01-01T00:00:00Z", "updated": "1700-01-01T00:00:00Z"},
+    "dates that are not dates": {"published": "yesterday", "updated": "2026-13-45T99:99:99Z"},
+    "a version past SQLite's integer": {"id": "http://arxiv.org/abs/2611.10999v99999999999999999999"},
+    "no id": {"id": None},
+    "an id that is no arXiv id": {"id": "http://example.org/" + "a" * 100_000},
+    "no category": {},  # its categories are removed by hostile_entry
+}
+HOSTILE_ID = "2611.10999"  # the id of every hostile entry that has one
+
+
+def hostile_entry(case: str, published: datetime | None = None) -> RawEntry:
+    """The HOSTILE_ENTRIES case as an entry, filed by FakeArxiv under `published` (None: in every range)."""
+    xml = entry_xml(_hostile_base(), **HOSTILE_ENTRIES[case])
+    if case == "no category":
+        xml = re.sub(r"<(arxiv:primary_category|category) [^>]*/>", "", xml)
+    return RawEntry(xml, published)
+
+
+def _hostile_base() -> Paper:
+    when = datetime(2026, 11, 1, tzinfo=UTC)
+    return Paper(
+        arxiv_id=HOSTILE_ID,
+        version=1,
+        title="A hostile entry",
+        abstract="Nothing to see.",
+        authors=(),
+        primary_category="cs.LG",
+        categories=("cs.LG", "cs.AI"),
+        published=when,
+        updated=when,
+    )
+
+
+def _raw_entry(feed: etree._Element, raw: RawEntry) -> None:
+    feed.append(etree.fromstring(raw.xml))
 
 
 def _entry(feed: etree._Element, paper: Paper) -> None:
@@ -87,7 +178,7 @@ def _serialise(feed: etree._Element) -> bytes:
 
 
 def atom_feed(
-    papers: Sequence[Paper],
+    papers: Sequence[Paper | RawEntry],
     *,
     total: int,
     start: int,
@@ -102,7 +193,10 @@ def atom_feed(
         items_per_page=len(papers) if items_per_page is None else items_per_page,
     )
     for paper in papers:
-        _entry(feed, paper)
+        if isinstance(paper, RawEntry):
+            _raw_entry(feed, paper)
+        else:
+            _entry(feed, paper)
     return _serialise(feed)
 
 

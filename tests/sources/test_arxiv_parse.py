@@ -18,9 +18,11 @@ from lxml import etree
 
 from bot.errors import ArxivQueryError, MalformedFeed
 from bot.models import Author, Paper
-from bot.sources.arxiv_api import UnsafeFeed, _make_parser, parse_feed
+from bot.sources import limits
+from bot.sources.arxiv_api import ATOM_NS, UnsafeFeed, _make_parser, parse_feed
+from tests.factories import make_paper
 from tests.fakes.arxiv_server import FakeArxiv
-from tests.fakes.atom import atom_feed, error_feed
+from tests.fakes.atom import HOSTILE_ENTRIES, HOSTILE_ID, RawEntry, atom_feed, error_feed, hostile_entry
 from tests.shared_files import FIXTURES
 
 
@@ -227,6 +229,77 @@ def test_entry_without_an_arxiv_id_is_skipped_not_fatal() -> None:
     page = parse_feed(body)
     assert len(page.papers) == 9
     assert "astro-ph/9904306" not in {p.arxiv_id for p in page.papers}
+
+
+# -- hostile entries: each is skipped with its id, the rest of the page is kept ------------------------------
+
+@pytest.mark.parametrize("case", list(HOSTILE_ENTRIES))
+def test_a_hostile_entry_is_skipped_with_its_id_and_the_page_kept(case: str) -> None:
+    good = [make_paper(n) for n in range(1, 5)]
+    bad = hostile_entry(case)
+    page = parse_feed(atom_feed([good[0], good[1], bad, good[2], good[3]], total=5, start=0))
+    assert page.papers == good
+    [skipped] = page.skipped
+    assert page.entries == 5
+    if case not in ("no id", "an id that is no arXiv id"):  # the log and /status can name the entry
+        assert HOSTILE_ID in skipped.entry_id
+    assert len(skipped.entry_id) <= 120 and skipped.reason
+
+
+def test_an_entry_of_nested_garbage_is_skipped() -> None:
+    garbage = RawEntry(
+        f'<entry xmlns="{ATOM_NS}"><id><b>http://arxiv.org/abs/2611.10999v1</b></id>'
+        '<title><title><title/></title></title><author/><author><name><x/></name></author>'
+        '<published>2026-11-01T00:00:00Z</published><category/></entry>'
+    )
+    page = parse_feed(atom_feed([make_paper(1), garbage, make_paper(2)], total=3, start=0))
+    assert [p.arxiv_id for p in page.papers] == [make_paper(1).arxiv_id, make_paper(2).arxiv_id]
+    assert len(page.skipped) == 1
+
+
+# -- every field is bounded before anything else reads it ----------------------------------------------------
+
+
+def test_every_field_is_bounded_at_parse_time() -> None:
+    authors = (
+        Author("N" * 50_000, tuple(f"Institute {i} " + "A" * 10_000 for i in range(100))),
+        *(Author(f"Author {i}") for i in range(1, 5_000)),
+    )
+    huge = make_paper(
+        1,
+        title="Title " * 20_000,
+        abstract="word " * 200_000,
+        comment="c" * 100_000,
+        journal_ref="j" * 100_000,
+        doi="10.1000/" + "d" * 100_000,
+        authors=authors,
+        primary_category="cs.LG",
+        categories=("cs.LG", *(f"x.Y{i}" for i in range(500))),
+    )
+    [paper] = parse_feed(atom_feed([huge], total=1, start=0)).papers
+    assert len(paper.title) == limits.TITLE and paper.title.endswith("…")
+    assert len(paper.abstract) == limits.ABSTRACT and paper.abstract.startswith("word word")
+    assert paper.comment and len(paper.comment) == limits.COMMENT
+    assert paper.journal_ref and len(paper.journal_ref) == limits.JOURNAL_REF
+    assert paper.doi and len(paper.doi) == limits.DOI
+    # A collaboration keeps its first authors, in order, and how many more there were.
+    assert len(paper.authors) == limits.AUTHORS and paper.authors_omitted == 5_000 - limits.AUTHORS
+    assert [a.name for a in paper.authors[1:4]] == ["Author 1", "Author 2", "Author 3"]
+    first = paper.authors[0]
+    assert len(first.name) == limits.AUTHOR_NAME
+    assert len(first.affiliations) == limits.AFFILIATIONS
+    assert all(len(a) == limits.AFFILIATION for a in first.affiliations)
+    assert first.affiliations[1].startswith("Institute 1 A")
+    assert len(paper.categories) == limits.CATEGORIES and paper.categories[:2] == ("cs.LG", "x.Y0")
+
+
+def test_ordinary_fields_are_kept_whole() -> None:
+    """The bounds are far above arXiv's own: no real entry is ever cut."""
+    for name in ("api_query_testing_100.xml", "api_query_legacy_10.xml"):
+        for paper in _papers(name).values():
+            texts = [paper.title, paper.abstract, paper.comment or "", paper.journal_ref or ""]
+            texts += [a.name for a in paper.authors] + [x for a in paper.authors for x in a.affiliations]
+            assert not any(t.endswith("…") for t in texts) and paper.authors_omitted == 0
 
 
 # -- errors and hostile input -------------------------------------------------------------------------

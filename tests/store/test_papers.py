@@ -21,6 +21,7 @@ async def test_round_trip_keeps_every_field(store: Store, clock: FakeClock) -> N
         doi="10.1103/PhysRevD.51.1",
         categories=("hep-ph", "hep-ex"),
         primary_category="hep-ph",
+        authors_omitted=2_998,  # a collaboration whose long tail of authors was not kept
     )
     result = await store.papers.upsert([paper], seen_at=clock.now())
     assert result.new == [paper.arxiv_id]
