@@ -7,6 +7,7 @@ with WAL, commands read committed data while ingest writes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import logging
 import os
@@ -46,10 +47,8 @@ def create_private(path: Path) -> None:
     Existing folders and files keep the modes their owner chose."""
     missing = [folder for folder in (path.parent, *path.parent.parents) if not folder.exists()]
     for folder in reversed(missing):
-        try:
+        with contextlib.suppress(FileExistsError):  # created meanwhile by another process
             folder.mkdir(mode=0o700)
-        except FileExistsError:  # created meanwhile by another process
-            pass
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
