@@ -44,15 +44,16 @@ from bot.topics.query import parse_query
 
 log = logging.getLogger("bot")
 
-EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_UNREACHABLE = 3
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a reader that stops early (`| head`) gets from any Unix tool
-EXIT_CODES = (
-    "exit codes: 0 done; 1 failed; 2 bad input or settings (the message says which); 3 arXiv or Discord "
-    "could not be reached (nothing is lost: run the command again); 130 interrupted."
-)
+EXIT_CODES = """Exit codes:
+  0    done
+  1    an unexpected error
+  2    bad input or settings (the message says which)
+  3    arXiv or Discord could not be reached (nothing is lost: run it again)
+  130  interrupted"""
 # Loggers that speak per request, per job run or per SQL statement (aiosqlite logs each statement with its
 # parameters at DEBUG): noise at best, server and member ids in the log at worst.
 QUIET_LOGGERS = ("apscheduler", "httpx", "aiosqlite")
@@ -104,10 +105,11 @@ def build_parser() -> argparse.ArgumentParser:
         prog=prog,
         description="paperwatch: follow arXiv topics in Discord. Without a command, runs the bot.",
         epilog=(
-            f"Try `{prog} demo` first: no token, no internet. Settings come from the environment, then from "
-            "one .env file (the one PAPERWATCH_ENV_FILE names, else ./.env); see .env.example for every one. "
-            + EXIT_CODES
+            f"Try `{prog} demo` first: no token, no internet.\n\n"
+            "Settings come from the environment, then from one .env file: the one\n"
+            "PAPERWATCH_ENV_FILE names, else ./.env. See .env.example for every one.\n\n" + EXIT_CODES
         ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.add_parser("run", help="run the Discord bot (the default; needs DISCORD_TOKEN)")
@@ -395,10 +397,11 @@ async def cmd_watch(settings: Settings, name: str, once: bool, clock: Clock | No
 
 async def cmd_demo(png: Path, clock: Clock | None) -> int:
     """The real pipeline on a loopback arXiv serving real papers, in a temporary database."""
-    from bot.demo import ANNOUNCED_WITHIN, DEMO_CATEGORIES, DEMO_TOPIC, demo_settings
+    from bot.demo import ANNOUNCED_WITHIN, DEMO_CATEGORIES, DEMO_TOPIC, demo_settings, never_proxy_loopback
     from bot.demo.corpus import days_spanned, load_corpus
     from bot.demo.server import LoopbackArxiv
 
+    never_proxy_loopback()
     clock = clock or SystemClock()
     began = clock.monotonic()
     now = clock.now()

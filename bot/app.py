@@ -69,6 +69,7 @@ class PaperBot(commands.Bot):
 
     async def setup_hook(self) -> None:
         self.logged_in = True
+        log.info("database %s", self.settings.database_path)
         self._ctx = await self._resources.enter_async_context(open_context(self.settings, self.clock))
         poster = DiscordPoster(self, abstract_chars=self.settings.abstract_chars)
         self._worker = DeliveryWorker(

@@ -285,9 +285,10 @@ async def test_backfill_past_the_cap_as_a_process_says_so_without_a_traceback(tm
 def test_help_documents_the_exit_codes(cli_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_main(capsys, "--help")
     assert code == 0
-    text = " ".join(out.split())
-    assert "exit codes: 0 done; 1 failed; 2 bad input or settings" in text
-    assert "3 arXiv or Discord could not be reached (nothing is lost: run the command again)" in text
+    assert out.endswith(
+        "Exit codes:\n  0    done\n  1    an unexpected error\n  2    bad input or settings (the message says which)\n"
+        "  3    arXiv or Discord could not be reached (nothing is lost: run it again)\n  130  interrupted\n"
+    )
 
 
 @pytest.mark.parametrize(

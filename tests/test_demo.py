@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import socket
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -24,7 +25,12 @@ def test_the_corpus_is_the_recorded_arxiv_answer() -> None:
 async def test_demo_runs_the_pipeline_from_backfill_to_cards(tmp_path: Path) -> None:
     # An operator's broken settings and database are none of the demo's business.
     (tmp_path / ".env").write_text("POLL_INTERVAL_MINUTES=often\nDATABASE_PATH=operator.sqlite3\n")
-    code, out, err = await run_cli("demo", "--png", "chart.png", env={}, cwd=tmp_path)
+    # No internet: even a proxy that goes nowhere is never used for the loopback arXiv.
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        nowhere = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    proxies = {name: nowhere for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "all_proxy")}
+    code, out, err = await run_cli("demo", "--png", "chart.png", env=proxies, cwd=tmp_path)
     assert code == 0, err
     assert err == ""
     papers = [p for p in parse_feed(corpus_bytes()).papers if set(DEMO_CATEGORIES) & set(p.categories)]

@@ -7,6 +7,7 @@ with the other commands in bot/__main__.py.
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,14 @@ class _DemoSettings(Settings):
         cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource, *_: Any, **__: Any
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         return (init_settings,)  # neither the environment nor .env: the demo runs the same on every install
+
+
+def never_proxy_loopback() -> None:
+    """httpx sends even 127.0.0.1 through HTTP(S)_PROXY / ALL_PROXY: the demo's arXiv is on this machine, so this
+    process names loopback in NO_PROXY (keeping whatever it held)."""
+    for name in ("NO_PROXY", "no_proxy"):
+        hosts = [h for h in os.environ.get(name, "").split(",") if h.strip()]
+        os.environ[name] = ",".join([*hosts, "127.0.0.1"])
 
 
 def demo_settings(database: Path, arxiv_url: str) -> Settings:
