@@ -31,6 +31,7 @@ from bot.config import (
     require_contact,
     require_token,
     settings_folder,
+    without_credentials,
 )
 from bot.console import CONSOLE_GUILD, ConsolePoster, console_channel
 from bot.context import AppContext, open_context
@@ -198,7 +199,7 @@ def require_database(settings: Settings) -> None:
 
 
 def arxiv_failed(settings: Settings, detail: str, then: str) -> Unreachable:
-    host = urlsplit(settings.arxiv_api_url).netloc or settings.arxiv_api_url
+    host = urlsplit(without_credentials(settings.arxiv_api_url)).netloc or settings.arxiv_api_url
     return Unreachable(
         f"could not read arXiv at {host}: {detail}. Check the network connection and ARXIV_API_URL, then {then}"
     )
@@ -278,7 +279,9 @@ async def cmd_backfill(
         try:
             stored = await ctx.backfill(cats, progress=show).run(days)
         except SourceError as exc:
-            again = f"run `{program_name()} backfill` again with the same options: it resumes where it stopped"
+            again = (
+                f"run `{program_name()} backfill` again with the same options: it resumes where it stopped"
+            )
             raise arxiv_failed(settings, f"{exc} (every day stored so far is kept)", again) from None
         print(
             f"Done: {stored} new papers; {await ctx.store.papers.count()} papers in {settings.database_path}"
@@ -383,6 +386,7 @@ async def cmd_watch(settings: Settings, name: str, once: bool, clock: Clock | No
                 print(f"Watching {topic.name}: {(await ctx.momentum(topic)).sentence()}")
                 for paper in reversed(await ctx.store.topics.latest_papers(topic.id, 3)):
                     await poster.post_card(0, paper, [topic.name], "")
+                print(f"Database: {settings.database_path}")
                 print("New papers will appear below as they are announced (Ctrl+C to stop).", flush=True)
                 first = False
             delivered = await worker.deliver_once()

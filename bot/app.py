@@ -14,7 +14,7 @@ import yarl
 from discord.ext import commands
 
 from bot.clock import Clock
-from bot.config import Settings
+from bot.config import Settings, without_credentials
 from bot.context import AppContext, open_context
 from bot.delivery import DeliveryWorker
 from bot.discord_poster import DiscordPoster
@@ -100,7 +100,7 @@ class PaperBot(commands.Bot):
 
 
 def discord_api_base() -> str:
-    return str(discord.http.Route.BASE)
+    return without_credentials(str(discord.http.Route.BASE))
 
 
 def run_bot(settings: Settings, token: str) -> int:

@@ -118,7 +118,9 @@ class Settings(BaseSettings):
 def user_data_dir() -> Path:
     """The per-user data folder (XDG): where settings without a `.env` keep the database."""
     base = os.environ.get("XDG_DATA_HOME", "").strip()
-    return (Path(base) if base and Path(base).is_absolute() else Path.home() / ".local" / "share") / "paperwatch"
+    return (
+        Path(base) if base and Path(base).is_absolute() else Path.home() / ".local" / "share"
+    ) / "paperwatch"
 
 
 def find_env_file() -> Path | None:
@@ -178,6 +180,14 @@ def is_loopback_url(url: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def without_credentials(url: str) -> str:
+    """A URL fit to show: any user:password@ removed."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    return parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]).geturl()
 
 
 def contact_problem(contact: str) -> str | None:

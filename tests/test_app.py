@@ -32,7 +32,9 @@ async def test_starts_with_catalog_and_commands(tmp_path: Path, fakes: tuple[Fak
     assert discord.violations == []
 
 
-async def test_every_command_and_option_is_described(tmp_path: Path, fakes: tuple[FakeDiscord, FakeArxiv]) -> None:
+async def test_every_command_and_option_is_described(
+    tmp_path: Path, fakes: tuple[FakeDiscord, FakeArxiv]
+) -> None:
     discord, arxiv = fakes
     discord.add_guild("Lab")
     async with running_paperbot(tmp_path, discord, arxiv):
@@ -64,7 +66,9 @@ async def test_the_poll_job_refuses_to_poll_arxiv_without_a_real_contact(
         scheduler = Scheduler(bot.ctx, bot.worker)
         await scheduler.poll()  # the job the bot runs at start and every POLL_INTERVAL_MINUTES
         [state] = await bot.ctx.store.sources.all()  # what /status shows
-    assert state.last_error is not None and state.last_error.startswith("ARXIV_CONTACT is not set: arXiv asks")
+    assert state.last_error is not None and state.last_error.startswith(
+        "ARXIV_CONTACT is not set: arXiv asks"
+    )
     assert state.last_success is None and state.consecutive_failures == 1
     assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == [
         f"poll not run: {state.last_error}"

@@ -205,6 +205,7 @@ async def test_watch_prints_new_matching_papers_as_cards(tmp_path: Path) -> None
     assert out.startswith("Watching RL Post-Training: ")
     assert "GRPO post-training for reasoning language models" in out
     assert "Graph colouring bounds" not in out
+    assert f"Database: {tmp_path / 'db.sqlite3'}" in out
     # a fresh database: the first poll's papers are history, shown as the latest matches and not as new ones
     assert out.rstrip().endswith("0 new for RL Post-Training")
 
@@ -256,9 +257,15 @@ def created_files(folder: Path) -> list[str]:
             ("backfill", "--days", "1000000"),
             f"argument --days: must be 1 to {MAX_HISTORY_DAYS}, the cap BACKFILL_DAYS has too, not 1000000",
         ),
-        (("backfill", "--days", "0"), f"must be 1 to {MAX_HISTORY_DAYS}, the cap BACKFILL_DAYS has too, not 0"),
+        (
+            ("backfill", "--days", "0"),
+            f"must be 1 to {MAX_HISTORY_DAYS}, the cap BACKFILL_DAYS has too, not 0",
+        ),
         (("backfill", "--days", "many"), "argument --days: 'many' is not a whole number"),
-        (("backfill", "--categories", "cs.LG", "not/a-category"), "not/a-category (expected names like cs.LG or stat.ML)"),
+        (
+            ("backfill", "--categories", "cs.LG", "not/a-category"),
+            "not/a-category (expected names like cs.LG or stat.ML)",
+        ),
         (("match", "--query", "ti:x", "--limit", "-1"), "argument --limit: must be 0 to 1000, not -1"),
         (("match", "--query", "ti:x", "--since", "2026-13-01"), "'2026-13-01' is not a day like 2026-06-01"),
     ],
@@ -363,7 +370,9 @@ async def test_backfill_that_loses_arxiv_says_it_resumes_and_does(
 @pytest.mark.parametrize(
     "contact", ["", "paperwatch-bot@users.noreply.github.com", "not-an-address", "me@example.com"]
 )
-@pytest.mark.parametrize("args", [("poll", "--once"), ("backfill", "--days", "3"), ("watch", "RL Post-Training")])
+@pytest.mark.parametrize(
+    "args", [("poll", "--once"), ("backfill", "--days", "3"), ("watch", "RL Post-Training")]
+)
 def test_polling_arxiv_is_refused_without_a_real_contact(
     cli_env: Path,
     capsys: pytest.CaptureFixture[str],

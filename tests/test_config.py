@@ -5,7 +5,14 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import MAX_HISTORY_DAYS, Settings, load_settings, require_contact, require_token
+from bot.config import (
+    MAX_HISTORY_DAYS,
+    Settings,
+    load_settings,
+    require_contact,
+    require_token,
+    without_credentials,
+)
 from bot.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -124,6 +131,11 @@ def test_polling_arxiv_needs_a_real_contact(
     assert message.startswith("ARXIV_CONTACT") and problem in message.split(":")[0]
     assert "arXiv asks every API client for a contact e-mail in its User-Agent" in message
     assert "Set ARXIV_CONTACT=" in message
+
+
+def test_urls_shown_in_messages_carry_no_credentials() -> None:
+    assert without_credentials("http://user:s3cret@proxy.lab:8080/api/v10") == "http://proxy.lab:8080/api/v10"
+    assert without_credentials("https://export.arxiv.org/api/query") == "https://export.arxiv.org/api/query"
 
 
 def test_a_real_contact_goes_in_the_user_agent_and_loopback_needs_none(

@@ -29,7 +29,9 @@ async def test_demo_runs_the_pipeline_from_backfill_to_cards(tmp_path: Path) -> 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         nowhere = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    proxies = {name: nowhere for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "all_proxy")}
+    proxies = {
+        name: nowhere for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "all_proxy")
+    }
     code, out, err = await run_cli("demo", "--png", "chart.png", env=proxies, cwd=tmp_path)
     assert code == 0, err
     assert err == ""
@@ -42,7 +44,9 @@ async def test_demo_runs_the_pipeline_from_backfill_to_cards(tmp_path: Path) -> 
     held_matches = [p for p in held_papers if p in matching]
     assert len(held_papers) > len(held_matches) >= 3  # a few cards, and papers that are not the topic's
 
-    assert out.startswith(f"paperwatch demo: a loopback arXiv on 127.0.0.1 serves {len(papers)} real arXiv papers")
+    assert out.startswith(
+        f"paperwatch demo: a loopback arXiv on 127.0.0.1 serves {len(papers)} real arXiv papers"
+    )
     # 1. the backfill, with progress, stores every paper but the three announced later
     assert re.search(r"^\d+ papers stored · 30 windows done, \d+ left · about \d+ s left$", out, re.M)
     assert re.search(r"^\d+ papers stored · all \d+ windows done$", out, re.M)
@@ -50,7 +54,9 @@ async def test_demo_runs_the_pipeline_from_backfill_to_cards(tmp_path: Path) -> 
     assert f"\n{stored} papers stored; {matched} match the topic 'ML for Software Testing'" in out
     # 2. /momentum's sentence, its weekly counts and the chart as a PNG file
     assert re.search(
-        r"^ML for Software Testing: \d+ papers in the last four weeks, up \d+% on the four weeks before\.", out, re.M
+        r"^ML for Software Testing: \d+ papers in the last four weeks, up \d+% on the four weeks before\.",
+        out,
+        re.M,
     )
     assert len(re.findall(r"^  Week of \w{3} \d+ +\d+", out, re.M)) == 12
     assert (tmp_path / "chart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

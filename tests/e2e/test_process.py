@@ -147,8 +147,12 @@ async def test_an_unreachable_discord_stops_with_one_line_naming_it(tmp_path: Pa
     code, output = await run_until_exit({"DISCORD_TOKEN": "a.b.c", "DISCORD_API_BASE": api}, tmp_path)
     assert code == 3  # "could not reach", apart from bad settings (2)
     last = output.strip().splitlines()[-1]
-    assert last.startswith(f"paperwatch: could not reach Discord at {api} (Cannot connect to host 127.0.0.1:{port}")
-    assert last.endswith("check the network connection (DNS, firewall, proxy) and DISCORD_API_BASE, then start again")
+    assert last.startswith(
+        f"paperwatch: could not reach Discord at {api} (Cannot connect to host 127.0.0.1:{port}"
+    )
+    assert last.endswith(
+        "check the network connection (DNS, firewall, proxy) and DISCORD_API_BASE, then start again"
+    )
     assert "Traceback" not in output
 
 
