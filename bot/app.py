@@ -8,16 +8,17 @@ import signal
 from contextlib import AsyncExitStack
 from typing import Any
 
+import aiohttp
 import discord
 import yarl
 from discord.ext import commands
 
 from bot.clock import Clock
-from bot.config import Settings
+from bot.config import Settings, without_credentials
 from bot.context import AppContext, open_context
 from bot.delivery import DeliveryWorker
 from bot.discord_poster import DiscordPoster
-from bot.errors import ConfigError
+from bot.errors import ConfigError, Unreachable
 from bot.interaction_errors import on_app_command_error
 from bot.scheduler import Scheduler
 
@@ -52,6 +53,7 @@ class PaperBot(commands.Bot):
         self._ctx: AppContext | None = None
         self._worker: DeliveryWorker | None = None
         self.scheduler: Scheduler | None = None
+        self.logged_in = False  # Discord answered the login: later errors are not about reaching it
 
     @property
     def ctx(self) -> AppContext:
@@ -66,6 +68,8 @@ class PaperBot(commands.Bot):
         return self._worker
 
     async def setup_hook(self) -> None:
+        self.logged_in = True
+        log.info("database %s", self.settings.database_path)
         self._ctx = await self._resources.enter_async_context(open_context(self.settings, self.clock))
         poster = DiscordPoster(self, abstract_chars=self.settings.abstract_chars)
         self._worker = DeliveryWorker(
@@ -95,18 +99,24 @@ class PaperBot(commands.Bot):
         await self._resources.aclose()
 
 
+def discord_api_base() -> str:
+    return without_credentials(str(discord.http.Route.BASE))
+
+
 def run_bot(settings: Settings, token: str) -> int:
     """Run until SIGINT or SIGTERM, then stop cleanly: the post in flight finishes, the rest stays queued."""
     point_discord_at(settings)
+    bot: PaperBot | None = None
 
     async def main() -> None:
-        bot = PaperBot(settings)
+        nonlocal bot
+        bot = current = PaperBot(settings)
         loop = asyncio.get_running_loop()
         stopping: list[asyncio.Task[None]] = []
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, lambda: stopping.append(asyncio.create_task(bot.close())))
-        async with bot:
-            await bot.start(token)  # the token is never logged
+            loop.add_signal_handler(sig, lambda: stopping.append(asyncio.create_task(current.close())))
+        async with current:
+            await current.start(token)  # the token is never logged
         await asyncio.gather(*stopping)
 
     try:
@@ -115,5 +125,18 @@ def run_bot(settings: Settings, token: str) -> int:
         raise ConfigError(
             "Discord refused the token in DISCORD_TOKEN: copy it again from the developer portal "
             "(Bot -> Reset Token) into .env"
+        ) from None
+    except aiohttp.ClientConnectorError as exc:  # DNS failure, refused or timed-out connection
+        raise Unreachable(
+            f"could not reach Discord at {discord_api_base()} ({exc}): check the network connection "
+            "(DNS, firewall, proxy) and DISCORD_API_BASE, then start again"
+        ) from None
+    except discord.HTTPException as exc:
+        if bot is not None and bot.logged_in:
+            raise
+        # Something answered, but not as Discord's API would: DISCORD_API_BASE points elsewhere.
+        raise Unreachable(
+            f"{discord_api_base()} answered the login with HTTP {exc.status}, not as Discord's API would: "
+            "check DISCORD_API_BASE (empty for Discord itself, or your proxy's /api/v10 URL)"
         ) from None
     return 0

@@ -30,3 +30,8 @@ class ArxivUnavailable(SourceError):
 
 class MalformedFeed(SourceError):
     """A response could not be parsed as the feed it claims to be (truncated, not XML, unsafe)."""
+
+
+class Unreachable(PaperwatchError):
+    """A service (Discord, arXiv) could not be reached or gave no usable answer; the message names it, what
+    to check, and what to do next. Nothing was lost."""

@@ -10,8 +10,10 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
+from bot.config import require_contact
 from bot.context import AppContext
 from bot.delivery import DeliveryWorker
+from bot.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +48,17 @@ class Scheduler:
 
     async def poll(self) -> None:
         async with self._polling:
-            report = await self.ctx.ingestor().poll_once()
-            log.info("%s", report.summary())
+            ingestor = self.ctx.ingestor()
+            try:
+                require_contact(self.ctx.settings)
+            except ConfigError as exc:
+                # Refused before any request; recorded as the source's error, so /status shows it too.
+                log.error("poll not run: %s", exc)
+                await self.ctx.store.sources.record_failure(ingestor.source, self.ctx.clock.now(), str(exc))
+                return
+            report = await ingestor.poll_once()
+            retry = "" if report.complete else f"; next poll in {self.ctx.settings.poll_interval_minutes} min"
+            log.info("%s%s", report.summary(), retry)
         await self.deliver()
 
     async def deliver(self) -> None:

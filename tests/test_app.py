@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
+from bot.clock import FakeClock
+from bot.scheduler import Scheduler
 from tests.fakes.arxiv_server import FakeArxiv
 from tests.fakes.discord_server import FakeDiscord
 from tests.harness import running_paperbot
@@ -29,7 +32,9 @@ async def test_starts_with_catalog_and_commands(tmp_path: Path, fakes: tuple[Fak
     assert discord.violations == []
 
 
-async def test_every_command_and_option_is_described(tmp_path: Path, fakes: tuple[FakeDiscord, FakeArxiv]) -> None:
+async def test_every_command_and_option_is_described(
+    tmp_path: Path, fakes: tuple[FakeDiscord, FakeArxiv]
+) -> None:
     discord, arxiv = fakes
     discord.add_guild("Lab")
     async with running_paperbot(tmp_path, discord, arxiv):
@@ -42,3 +47,30 @@ async def test_every_command_and_option_is_described(tmp_path: Path, fakes: tupl
         for option in command.get("options", []):
             assert option["description"].strip() not in ("", "…"), f"/{command['name']} {option['name']}"
             assert len(option["description"]) <= 100
+
+
+async def test_the_poll_job_refuses_to_poll_arxiv_without_a_real_contact(
+    tmp_path: Path,
+    fakes: tuple[FakeDiscord, FakeArxiv],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    discord, arxiv = fakes
+    discord.add_guild("Lab")
+    with socket.socket() as sock:  # were a request made after all, it would meet a proxy that refuses it
+        sock.bind(("127.0.0.1", 0))
+        monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{sock.getsockname()[1]}")
+    async with running_paperbot(
+        tmp_path, discord, arxiv, clock=FakeClock(), arxiv_api_url="https://export.arxiv.org/api/query"
+    ) as bot:
+        scheduler = Scheduler(bot.ctx, bot.worker)
+        await scheduler.poll()  # the job the bot runs at start and every POLL_INTERVAL_MINUTES
+        [state] = await bot.ctx.store.sources.all()  # what /status shows
+    assert state.last_error is not None and state.last_error.startswith(
+        "ARXIV_CONTACT is not set: arXiv asks"
+    )
+    assert state.last_success is None and state.consecutive_failures == 1
+    assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == [
+        f"poll not run: {state.last_error}"
+    ]
+    assert bot.ctx.arxiv_http.requests_sent == 0

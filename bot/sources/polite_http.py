@@ -219,5 +219,5 @@ class PoliteHttp:
             )
             await self.clock.sleep(wait)
         raise ArxivUnavailable(
-            f"{what} did not answer after {self.max_tries} tries (last: {last_reason}); will retry next cycle"
+            f"{what} did not answer after {self.max_tries} tries (last: {last_reason})"
         )

@@ -7,8 +7,10 @@ with WAL, commands read committed data while ingest writes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import logging
+import os
 import re
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
@@ -39,6 +41,21 @@ def bundled_migrations() -> list[tuple[int, str, str]]:
     return found
 
 
+def create_private(path: Path) -> None:
+    """Create the database file (0600) and the folders missing above it (0700) before SQLite opens it: the
+    file holds server, channel and member ids. SQLite gives its -wal and -shm files the database file's mode.
+    Existing folders and files keep the modes their owner chose."""
+    missing = [folder for folder in (path.parent, *path.parent.parents) if not folder.exists()]
+    for folder in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # created meanwhile by another process
+            folder.mkdir(mode=0o700)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    os.close(fd)
+
+
 class Database:
     def __init__(self, path: Path, clock: Clock) -> None:
         self.path = path
@@ -49,7 +66,7 @@ class Database:
 
     async def open(self) -> None:
         if str(self.path) != ":memory:":
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            create_private(self.path)
         self._writer = await self._connect()
         await self._writer.execute("PRAGMA journal_mode = WAL")
         await self.migrate()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 import sqlite3
 import sys
 from datetime import UTC, datetime, timedelta
@@ -30,8 +31,9 @@ def sent(db: Path) -> int:
 
 
 async def start_bot(env: dict[str, str], log: Path) -> asyncio.subprocess.Process:
-    full = {k: v for k, v in os.environ.items() if not k.startswith(("DISCORD_", "ARXIV_", "DATABASE_"))}
-    full.update(env, PYTHONPATH=str(REPO))
+    settings = ("DISCORD_", "ARXIV_", "DATABASE_", "PAPERWATCH_", "LOG_LEVEL")
+    full = {k: v for k, v in os.environ.items() if not k.startswith(settings)}
+    full.update(env, PYTHONPATH=str(REPO), XDG_DATA_HOME=str(log.parent / "xdg-data"))
     return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -128,3 +130,38 @@ async def test_a_wrong_token_stops_with_one_clear_line(tmp_path: Path, discord: 
         output.strip().splitlines()[-1].startswith("paperwatch: Discord refused the token in DISCORD_TOKEN")
     )
     assert "Traceback" not in output and "not-the-token" not in output
+
+
+async def run_until_exit(env: dict[str, str], tmp_path: Path) -> tuple[int, str]:
+    log = tmp_path / "bot.log"
+    proc = await start_bot({"DATABASE_PATH": str(tmp_path / "db.sqlite3"), **env}, log)
+    code = await asyncio.wait_for(proc.wait(), timeout=60)
+    return code, log.read_text()
+
+
+async def test_an_unreachable_discord_stops_with_one_line_naming_it(tmp_path: Path) -> None:
+    with socket.socket() as sock:  # a loopback port nobody listens on: the connection is refused
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    api = f"http://127.0.0.1:{port}/api/v10"
+    code, output = await run_until_exit({"DISCORD_TOKEN": "a.b.c", "DISCORD_API_BASE": api}, tmp_path)
+    assert code == 3  # "could not reach", apart from bad settings (2)
+    last = output.strip().splitlines()[-1]
+    assert last.startswith(
+        f"paperwatch: could not reach Discord at {api} (Cannot connect to host 127.0.0.1:{port}"
+    )
+    assert last.endswith(
+        "check the network connection (DNS, firewall, proxy) and DISCORD_API_BASE, then start again"
+    )
+    assert "Traceback" not in output
+
+
+async def test_a_discord_api_base_that_is_not_discord_is_named(tmp_path: Path, arxiv: FakeArxiv) -> None:
+    api = f"{arxiv.base_url}/api/v10"  # an HTTP server that answers, but is not Discord (404 to the login)
+    code, output = await run_until_exit({"DISCORD_TOKEN": "a.b.c", "DISCORD_API_BASE": api}, tmp_path)
+    assert code == 3
+    assert output.strip().splitlines()[-1] == (
+        f"paperwatch: {api} answered the login with HTTP 404, not as Discord's API would: check "
+        "DISCORD_API_BASE (empty for Discord itself, or your proxy's /api/v10 URL)"
+    )
+    assert "Traceback" not in output
