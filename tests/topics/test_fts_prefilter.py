@@ -7,6 +7,7 @@ these tests exercise exactly the stemmer and folding the store uses.
 from __future__ import annotations
 
 import random
+import re
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import closing, contextmanager
@@ -17,14 +18,16 @@ from hypothesis import strategies as st
 from lxml import etree
 
 from bot.models import Paper
+from bot.store import Store
+from bot.store.fts import FOLDING_TOKENIZER, PAPERS_TOKENIZER
 from bot.topics.query import QuerySyntaxError, fold_words, fts_prefix_token, parse_query, porter_stem
 from tests.shared_files import FIXTURES
 from tests.topics.test_query import make_paper, papers, queries
 
-FTS_SCHEMA = """
+FTS_SCHEMA = f"""
 CREATE TABLE papers (pk INTEGER PRIMARY KEY, title TEXT NOT NULL, abstract TEXT NOT NULL, authors TEXT NOT NULL);
 CREATE VIRTUAL TABLE papers_fts USING fts5(title, abstract, authors,
-    content='papers', content_rowid='pk', tokenize='porter unicode61 remove_diacritics 2');
+    content='papers', content_rowid='pk', tokenize='{PAPERS_TOKENIZER}');
 """
 
 
@@ -53,6 +56,18 @@ def assert_prefilter_keeps_matches(db: sqlite3.Connection, corpus: Sequence[Pape
     matching = {i for i, paper in enumerate(corpus) if query.matches(paper)}
     missed = matching - candidates(db, expression)
     assert not missed, f"{text!r} -> {expression!r} dropped {[corpus[i].title for i in missed]}"
+
+
+async def test_the_copy_is_the_migrated_stores_table(store: Store) -> None:
+    # The migration cannot import PAPERS_TOKENIZER: the store's table must still say it, column for column.
+    row = await store.db.fetchone("SELECT sql FROM sqlite_master WHERE name = 'papers_fts'")
+    assert row is not None
+    tokenizer = re.search(r"tokenize\s*=\s*'([^']*)'", row[0])
+    assert tokenizer is not None and tokenizer.group(1) == PAPERS_TOKENIZER
+    columns = [r[1] for r in await store.db.fetchall("PRAGMA table_info(papers_fts)")]
+    with fts_index([]) as db:
+        assert [r[1] for r in db.execute("PRAGMA table_info(papers_fts)")] == columns
+    assert columns == ["title", "abstract", "authors"]
 
 
 # ---- Properties ------------------------------------------------------------------------------------------
@@ -142,7 +157,7 @@ _stemmer_words = st.tuples(
 @given(st.lists(_stemmer_words, min_size=1, max_size=30))
 def test_porter_port_stems_exactly_like_sqlite(words: list[str]) -> None:
     with closing(sqlite3.connect(":memory:")) as db:
-        db.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='porter unicode61 remove_diacritics 2')")
+        db.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='{PAPERS_TOKENIZER}')")
         db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
         db.executemany("INSERT INTO t(rowid, x) VALUES (?, ?)", list(enumerate(words)))
         stored = {doc: term for doc, term in db.execute("SELECT doc, term FROM v")}
@@ -157,7 +172,7 @@ _NASTY = "aZ09 -_.,'\"éÉüßẞﬁ²₂ΣσςάĳŁłØøİıǅ\u0301\u0308\u2
 def test_folding_splits_words_exactly_like_sqlite(texts: list[str]) -> None:
     encodable = [t.encode("utf-8", "replace").decode("utf-8") for t in texts]  # SQLite refuses surrogates
     with closing(sqlite3.connect(":memory:")) as db:
-        db.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='unicode61 remove_diacritics 2')")
+        db.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='{FOLDING_TOKENIZER}')")
         db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
         db.executemany("INSERT INTO t(rowid, x) VALUES (?, ?)", list(enumerate(encodable)))
         stored: dict[int, list[str]] = {}
