@@ -1,8 +1,8 @@
 """Text into words exactly as the store's FTS5 tokenizer splits and folds it (before Porter stemming).
 
-Local matching and the FTS5 prefilter must see the same words, or the prefilter drops true matches. Rather than
-guess (a Python NFKD fold would also fold ß, ligatures and superscripts, which unicode61 keeps), SQLite itself
-is asked how its FOLDING_TOKENIZER treats each non-ASCII character, once per character and process.
+Local matching and the FTS5 prefilter must see the same words, or the prefilter drops true matches. Rather
+than guess (a Python NFKD fold would also fold ß, ligatures and superscripts, which unicode61 keeps), SQLite
+itself is asked how its FOLDING_TOKENIZER treats each non-ASCII character, once per character and process.
 """
 
 from __future__ import annotations
