@@ -22,7 +22,7 @@ from bot.store import Store
 from bot.store.fts import FOLDING_TOKENIZER, PAPERS_TOKENIZER
 from bot.topics.query import QuerySyntaxError, fold_words, fts_prefix_token, parse_query, porter_stem
 from tests.shared_files import FIXTURES
-from tests.topics.test_query import make_paper, papers, queries
+from tests.topics.strategies import make_paper, papers, queries
 
 FTS_SCHEMA = f"""
 CREATE TABLE papers (pk INTEGER PRIMARY KEY, title TEXT NOT NULL, abstract TEXT NOT NULL, authors TEXT NOT NULL);

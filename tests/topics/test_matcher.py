@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from bot.models import Paper
 from bot.topics.matcher import Matcher
 from bot.topics.query import PaperText, QuerySyntaxError, TopicQuery, parse_query
-from tests.topics.test_query import make_paper, papers, queries
+from tests.topics.strategies import make_paper, papers, queries
 
 
 def _parsed(texts: list[str]) -> list[tuple[int, TopicQuery]]:
