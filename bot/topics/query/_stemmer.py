@@ -175,7 +175,7 @@ def _step1b(buf: bytearray) -> None:
         removed = True
     if not removed:
         return
-    if len(buf) > 2 and buf[-2:] in (b"at", b"bl", b"iz"):
+    if len(buf) > 2 and bytes(buf[-2:]) in (b"at", b"bl", b"iz"):
         buf.append(ord("e"))
         return
     last = buf[-1]
