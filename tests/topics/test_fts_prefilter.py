@@ -7,6 +7,7 @@ these tests exercise exactly the stemmer and folding the store uses.
 from __future__ import annotations
 
 import random
+import re
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import closing, contextmanager
@@ -17,14 +18,16 @@ from hypothesis import strategies as st
 from lxml import etree
 
 from bot.models import Paper
+from bot.store import Store
+from bot.store.fts import FOLDING_TOKENIZER, PAPERS_TOKENIZER
 from bot.topics.query import QuerySyntaxError, fold_words, fts_prefix_token, parse_query, porter_stem
 from tests.shared_files import FIXTURES
-from tests.topics.test_query import make_paper, papers, queries
+from tests.topics.strategies import make_paper, papers, queries
 
-FTS_SCHEMA = """
+FTS_SCHEMA = f"""
 CREATE TABLE papers (pk INTEGER PRIMARY KEY, title TEXT NOT NULL, abstract TEXT NOT NULL, authors TEXT NOT NULL);
 CREATE VIRTUAL TABLE papers_fts USING fts5(title, abstract, authors,
-    content='papers', content_rowid='pk', tokenize='porter unicode61 remove_diacritics 2');
+    content='papers', content_rowid='pk', tokenize='{PAPERS_TOKENIZER}');
 """
 
 
@@ -42,7 +45,9 @@ def fts_index(corpus: Sequence[Paper]) -> Iterator[sqlite3.Connection]:
 
 
 def candidates(db: sqlite3.Connection, expression: str) -> set[int]:
-    return {row[0] for row in db.execute("SELECT rowid FROM papers_fts WHERE papers_fts MATCH ?", (expression,))}
+    return {
+        row[0] for row in db.execute("SELECT rowid FROM papers_fts WHERE papers_fts MATCH ?", (expression,))
+    }
 
 
 def assert_prefilter_keeps_matches(db: sqlite3.Connection, corpus: Sequence[Paper], text: str) -> None:
@@ -53,6 +58,18 @@ def assert_prefilter_keeps_matches(db: sqlite3.Connection, corpus: Sequence[Pape
     matching = {i for i, paper in enumerate(corpus) if query.matches(paper)}
     missed = matching - candidates(db, expression)
     assert not missed, f"{text!r} -> {expression!r} dropped {[corpus[i].title for i in missed]}"
+
+
+async def test_the_copy_is_the_migrated_stores_table(store: Store) -> None:
+    # The migration cannot import PAPERS_TOKENIZER: the store's table must still say it, column for column.
+    row = await store.db.fetchone("SELECT sql FROM sqlite_master WHERE name = 'papers_fts'")
+    assert row is not None
+    tokenizer = re.search(r"tokenize\s*=\s*'([^']*)'", row[0])
+    assert tokenizer is not None and tokenizer.group(1) == PAPERS_TOKENIZER
+    columns = [r[1] for r in await store.db.fetchall("PRAGMA table_info(papers_fts)")]
+    with fts_index([]) as db:
+        assert [r[1] for r in db.execute("PRAGMA table_info(papers_fts)")] == columns
+    assert columns == ["title", "abstract", "authors"]
 
 
 # ---- Properties ------------------------------------------------------------------------------------------
@@ -117,7 +134,7 @@ def test_prefilter_on_recorded_arxiv_papers() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.text(alphabet=st.sampled_from('ab é"*():-ANDORTtiu\\\'ß²'), max_size=30))
+@given(st.text(alphabet=st.sampled_from("ab é\"*():-ANDORTtiu\\'ß²"), max_size=30))
 def test_any_parsed_query_gives_an_expression_sqlite_accepts(text: str) -> None:
     try:
         expression = parse_query(text).to_fts5()
@@ -142,14 +159,16 @@ _stemmer_words = st.tuples(
 @given(st.lists(_stemmer_words, min_size=1, max_size=30))
 def test_porter_port_stems_exactly_like_sqlite(words: list[str]) -> None:
     with closing(sqlite3.connect(":memory:")) as db:
-        db.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='porter unicode61 remove_diacritics 2')")
+        db.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='{PAPERS_TOKENIZER}')")
         db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
         db.executemany("INSERT INTO t(rowid, x) VALUES (?, ?)", list(enumerate(words)))
         stored = {doc: term for doc, term in db.execute("SELECT doc, term FROM v")}
     assert {i: porter_stem(fold_words(w)[0]).decode() for i, w in enumerate(words)} == stored
 
 
-_NASTY = "aZ09 -_.,'\"éÉüßẞﬁ²₂ΣσςάĳŁłØøİıǅ\u0301\u0308\u200b\u00a0\tнйЁ漢字한𝐱\U0001f600\u2160\u212a\u00b5\ud800"
+_NASTY = (
+    "aZ09 -_.,'\"éÉüßẞﬁ²₂ΣσςάĳŁłØøİıǅ\u0301\u0308\u200b\u00a0\tнйЁ漢字한𝐱\U0001f600\u2160\u212a\u00b5\ud800"
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -157,7 +176,7 @@ _NASTY = "aZ09 -_.,'\"éÉüßẞﬁ²₂ΣσςάĳŁłØøİıǅ\u0301\u0308\u2
 def test_folding_splits_words_exactly_like_sqlite(texts: list[str]) -> None:
     encodable = [t.encode("utf-8", "replace").decode("utf-8") for t in texts]  # SQLite refuses surrogates
     with closing(sqlite3.connect(":memory:")) as db:
-        db.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='unicode61 remove_diacritics 2')")
+        db.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='{FOLDING_TOKENIZER}')")
         db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
         db.executemany("INSERT INTO t(rowid, x) VALUES (?, ?)", list(enumerate(encodable)))
         stored: dict[int, list[str]] = {}
@@ -221,7 +240,14 @@ def test_tricky_cases_stay_candidates(query: str, paper: dict[str, object], naiv
 
 @pytest.mark.parametrize(
     "query",
-    ["cat:cs.LG", "cat:cs.* ANDNOT ti:survey", "diffusion OR cat:cs.LG", "co:workshop", "id:2401.12345", "a*"],
+    [
+        "cat:cs.LG",
+        "cat:cs.* ANDNOT ti:survey",
+        "diffusion OR cat:cs.LG",
+        "co:workshop",
+        "id:2401.12345",
+        "a*",
+    ],
 )
 def test_no_prefilter_when_nothing_textual_constrains_every_match(query: str) -> None:
     assert parse_query(query).to_fts5() is None

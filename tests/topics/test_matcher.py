@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from bot.models import Paper
 from bot.topics.matcher import Matcher
 from bot.topics.query import PaperText, QuerySyntaxError, TopicQuery, parse_query
-from tests.topics.test_query import make_paper, papers, queries
+from tests.topics.strategies import make_paper, papers, queries
 
 
 def _parsed(texts: list[str]) -> list[tuple[int, TopicQuery]]:
@@ -40,7 +40,9 @@ def test_index_finds_exactly_what_brute_force_finds(texts: list[str], corpus: li
     st.lists(st.integers(0, 14), max_size=10),
     st.lists(papers, min_size=1, max_size=3),
 )
-def test_removing_topics_keeps_the_index_exact(texts: list[str], removed: list[int], corpus: list[Paper]) -> None:
+def test_removing_topics_keeps_the_index_exact(
+    texts: list[str], removed: list[int], corpus: list[Paper]
+) -> None:
     topics = _parsed(texts)
     matcher = Matcher(topics)
     for topic_id in removed:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.errors import PaperwatchError
-from bot.models import Author, Paper
+from bot.models import Paper
 from bot.topics.query import (
     MAX_QUERY_LENGTH,
     PaperText,
@@ -19,93 +17,11 @@ from bot.topics.query import (
     plurals_of,
     word_forms,
 )
-
-WHEN = datetime(2026, 3, 2, 18, 0, tzinfo=UTC)
-
-
-def make_paper(
-    title: str = "",
-    abstract: str = "",
-    authors: tuple[str, ...] = ("Ada Lovelace",),
-    categories: tuple[str, ...] = ("cs.LG",),
-    arxiv_id: str = "2603.01234",
-    comment: str | None = None,
-    journal_ref: str | None = None,
-) -> Paper:
-    return Paper(
-        arxiv_id=arxiv_id,
-        version=1,
-        title=title,
-        abstract=abstract,
-        authors=tuple(Author(name) for name in authors),
-        primary_category=categories[0],
-        categories=categories,
-        published=WHEN,
-        updated=WHEN,
-        comment=comment,
-        journal_ref=journal_ref,
-    )
+from tests.topics.strategies import make_paper, papers, queries
 
 
 def matches(query: str, **paper: object) -> bool:
     return parse_query(query).matches(make_paper(**paper))  # type: ignore[arg-type]
-
-
-# ---- Strategies shared with test_fts_prefilter and test_matcher -------------------------------------------
-
-# Words chosen to hit the hard cases: plurals (incl. ones Porter stems apart), hyphens vs closed compounds,
-# accents, ß and ligatures that FTS5 does not fold, words that are prefixes of others, stemmer traps.
-TEXT_WORDS = (
-    "model", "models", "modeling", "modelling", "modeli", "policy", "policies", "bus", "buses", "box",
-    "boxes", "class", "classes", "cause", "causes", "news", "new", "post", "training", "post-training",
-    "posttraining", "learn", "learning", "learner", "happy", "happyish", "happiness", "general",
-    "generalization", "generalizations", "relational", "relate", "transform", "transformer", "transforment",
-    "diffusion", "diffusive", "rl", "url", "llm", "llms", "gpu", "GPUs", "series", "naïve", "naive",
-    "Straße", "strasse", "ﬁne", "fine", "x²", "x2", "caf\u00e9", "cafe\u0301", "graph", "graphs", "a", "of",
-)  # fmt: skip
-NAMES = (
-    "Thomas Müller", "Anna Muller", "Geoffrey E. Hinton", "José García", "Jose Garcia", "Łukasz Kaiser",
-    "Zoë Smith", "Nguyễn Văn An", "Sean O'Brien", "Yann LeCun",
-)  # fmt: skip
-QUERY_WORDS = (*TEXT_WORDS, "Müller", "muller", "hinton", "garcia", "lukasz", "zoe", "nguyen", "lecun")
-CATEGORIES = ("cs.LG", "cs.CL", "cs.CV", "stat.ML", "hep-th", "math.OC")
-
-
-def _prefix(word: str) -> st.SearchStrategy[str]:
-    return st.integers(1, max(1, len(word))).map(lambda n: word[:n] + "*")
-
-
-_word = st.sampled_from(QUERY_WORDS)
-_term = st.one_of(
-    _word,
-    _word.flatmap(_prefix),
-    st.lists(_word, min_size=2, max_size=3).map(lambda ws: '"' + " ".join(ws) + '"'),
-)
-_text_leaf = st.tuples(st.sampled_from(("", "ti:", "abs:", "au:", "all:")), _term).map("".join)
-_cat_leaf = st.one_of(
-    st.sampled_from(CATEGORIES).map(lambda c: f"cat:{c}"),
-    st.sampled_from(("cat:cs.*", "cat:stat*", "cat:hep-*")),
-)
-_leaf = st.one_of(_text_leaf, _text_leaf, _text_leaf, _cat_leaf)
-
-
-def _combine(children: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
-    return st.tuples(children, st.sampled_from((" AND ", " OR ", " ANDNOT ", " NOT ", " ")), children).map(
-        lambda t: f"({t[0]}{t[1]}{t[2]})"
-    )
-
-
-queries = st.recursive(_leaf, _combine, max_leaves=5)
-
-_title = st.lists(st.sampled_from(TEXT_WORDS), min_size=1, max_size=6).map(" ".join)
-_abstract = st.lists(st.sampled_from(TEXT_WORDS), min_size=0, max_size=14).map(" ".join)
-papers = st.builds(
-    make_paper,
-    title=_title,
-    abstract=_abstract,
-    authors=st.lists(st.sampled_from(NAMES), min_size=1, max_size=3, unique=True).map(tuple),
-    categories=st.lists(st.sampled_from(CATEGORIES), min_size=1, max_size=2, unique=True).map(tuple),
-)
 
 
 # ---- Grammar and errors ----------------------------------------------------------------------------------
@@ -400,8 +316,9 @@ def test_a_matching_paper_always_holds_one_of_the_index_keys(text: str, paper: P
         assert keys & PaperText.of(paper).keys
 
 
-@given(st.lists(st.text(alphabet="abcehisxyz", max_size=8), max_size=30))
-def test_all_forms_is_the_union_of_each_words_forms(words: list[str]) -> None:
-    from bot.topics.query import _all_forms, word_forms
-
-    assert _all_forms(words) == frozenset().union(*map(word_forms, words))
+@given(st.lists(st.text(alphabet="abcehisxyz", min_size=1, max_size=8), max_size=30))
+def test_a_papers_index_keys_hold_every_form_of_every_word(words: list[str]) -> None:
+    # The matcher finds a paper's topics through these keys: a form left out would lose that topic's matches.
+    paper = make_paper(title=" ".join(words), authors=(), categories=("cs.LG",), arxiv_id="2603.01234")
+    expected = frozenset().union(*map(word_forms, words)) | {"cat:cs.lg", "id:2603.01234"}
+    assert PaperText(paper).keys == expected
