@@ -13,10 +13,7 @@ from datetime import datetime
 from bot.models import CATALOG_GUILD, Paper, TopicRow, find_named, fold_name, topic_key
 from bot.store.database import Database
 from bot.store.papers import from_ts, paper_filter, paper_from_row, to_ts
-
-
-class TopicNameTaken(Exception):
-    """A server already has a topic whose name has this key (two saves raced, or a legacy row)."""
+from bot.store.protocol import TopicNameTaken
 
 
 def _topic(row: object) -> TopicRow:
