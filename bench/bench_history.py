@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.corpus import CATEGORIES, Corpus
 from bot.clock import FakeClock
 from bot.momentum import topic_momentum
-from bot.store import Store
+from bot.store import SqliteStore
 from bot.topics.query import PaperText, parse_query
 from bot.topics.service import TopicService
 
@@ -29,8 +29,8 @@ OUT = Path(__file__).resolve().parent / "out"
 NOW_SECONDS = 1_795_000_000  # a fixed "now" (late 2026): the corpus spans the year before it
 
 
-async def build(path: Path, count: int, clock: FakeClock) -> Store:
-    store = await Store.open(path, clock)
+async def build(path: Path, count: int, clock: FakeClock) -> SqliteStore:
+    store = await SqliteStore.open(path, clock)
     have = await store.papers.count()
     if have >= count:
         return store

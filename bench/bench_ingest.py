@@ -20,14 +20,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.corpus import Corpus
 from bot.clock import SystemClock
 from bot.models import Paper
-from bot.store import Store
+from bot.store import open_store
 from bot.store.papers import _paper_values
 
 BATCH = 1000  # one API page
 
 
 async def through_store(path: Path, papers: list[Paper]) -> float:
-    store = await Store.open(path, SystemClock())
+    store = await open_store(path, SystemClock())
     began = time.perf_counter()
     now = SystemClock().now()
     for i in range(0, len(papers), BATCH):

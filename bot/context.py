@@ -22,7 +22,7 @@ from bot.models import Paper, UpsertResult
 from bot.momentum import Momentum, topic_momentum
 from bot.sources.arxiv_api import ArxivClient
 from bot.sources.polite_http import PoliteHttp, build_http_client
-from bot.store import Store, TopicRow
+from bot.store import Store, TopicRow, open_store
 from bot.topics.catalog import load_catalog
 from bot.topics.service import TopicService
 
@@ -83,7 +83,7 @@ class AppContext:
 @asynccontextmanager
 async def open_context(settings: Settings, clock: Clock | None = None) -> AsyncIterator[AppContext]:
     clock = clock or SystemClock()
-    store = await Store.open(settings.database_path, clock)
+    store = await open_store(settings.database_path, clock)
     http = build_http_client(settings.user_agent)
     polite = PoliteHttp(http, clock, min_interval=settings.arxiv_min_interval_seconds)
     try:

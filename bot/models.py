@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import re
+import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Literal
 
 # New-style ids (2202.12139) and old-style ids (astro-ph/9904306, math.GT/0309136), each with an optional version.
 _ARXIV_ID = re.compile(
@@ -110,3 +113,153 @@ class UpsertResult:
     new: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
     unchanged: int = 0
+
+
+# Records the store returns. Every store implementation builds exactly these, so callers never see its rows.
+
+Mode = Literal["each", "digest"]
+"""How a follow posts: a card for each paper, or one digest a day."""
+
+CATALOG_GUILD = 0
+"""The guild id of the catalog's topics, which every server sees."""
+
+HIGHLIGHT_START, HIGHLIGHT_END = "\x02", "\x03"
+"""Around the matched words of a search snippet; the renderer replaces them, after escaping markdown."""
+
+
+# A topic's name is compared in two ways, both blind to script: `fold_name` says two names are the same name;
+# `topic_key` says two names are too close to tell apart, e.g. "Graph Theory" and "graph-theory!".
+
+
+def fold_name(name: str) -> str:
+    """A name as compared: NFKC, case-folded (ß = ss, Σ = σ), runs of white space as one space."""
+    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name).casefold())
+    return " ".join(folded.split())
+
+
+def topic_key(name: str) -> str:
+    """Letters, digits and combining marks of any script, every other run of characters one hyphen: "量子"
+    and "機械学習" stay apart, "Graph Theory" and "graph-theory!" meet. A name with none of those (emoji,
+    symbols) keys by its folded self, so "🙂" and "🚀" stay apart too.
+
+    Two names are the same topic name when their keys are equal: a server's own topic stores its key as slug."""
+    folded = fold_name(name)
+    kept = "".join(c if unicodedata.category(c)[0] in "LNM" else " " for c in folded)
+    return "-".join(kept.split()) or "-".join(folded.split())
+
+
+@dataclass(frozen=True, slots=True)
+class TopicRow:
+    """A stored topic: one of the catalog's (guild_id CATALOG_GUILD) or a server's own."""
+
+    id: int
+    guild_id: int
+    slug: str
+    name: str
+    description: str
+    query: str
+
+    @property
+    def is_catalog(self) -> bool:
+        return self.guild_id == CATALOG_GUILD
+
+
+def find_named(topics: Iterable[TopicRow], name_or_slug: str) -> TopicRow | None:
+    """The topic with exactly that name, else with that name or slug once folded, else the one whose name
+    has the same key."""
+    topics = list(topics)
+    text = " ".join(name_or_slug.split())
+    wanted, key = fold_name(text), topic_key(text)
+    exact = (t for t in topics if t.name == text)
+    same = (t for t in topics if wanted in (fold_name(t.name), fold_name(t.slug)))
+    close = (t for t in topics if key in (topic_key(t.name), t.slug))
+    return next(exact, None) or next(same, None) or next(close, None)
+
+
+@dataclass(frozen=True, slots=True)
+class Follow:
+    """One channel of one server following one topic, and whether Discord still lets us post there."""
+
+    id: int
+    guild_id: int
+    channel_id: int
+    topic_id: int
+    topic_name: str
+    mode: Mode
+    digest_hour: int
+    created_at: datetime
+    last_post_at: datetime | None
+    broken_reason: str | None
+
+    @property
+    def broken(self) -> bool:
+        return self.broken_reason is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Wanted:
+    """One follow's wish to see one paper in one channel."""
+
+    guild_id: int
+    channel_id: int
+    arxiv_id: str
+    mode: Mode
+    topic_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class PendingDelivery:
+    """One row of the delivery outbox: a paper for a channel, with the followed topics it matched."""
+
+    id: int
+    guild_id: int
+    channel_id: int
+    mode: Mode
+    status: str  # pending, sending, sent, summarised or failed
+    attempts: int
+    paper: Paper
+    topics: tuple[str, ...]  # names of the followed topics it matched, in name order
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedSummary:
+    """Distinct entries a source (a poll, a backfill job) skipped, and the one it skipped first most recently."""
+
+    source: str
+    entries: int
+    latest: SkippedEntry
+    latest_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class SourceState:
+    """Where a polled source stands: watermark, HTTP validators and health."""
+
+    source: str
+    watermark: datetime | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+    last_attempt: datetime | None = None
+    last_success: datetime | None = None
+    last_error: str | None = None
+    consecutive_failures: int = 0
+    papers_stored: int = 0
+    skipped: SkippedSummary | None = None  # entries it served that held no usable paper, if any
+
+
+@dataclass(frozen=True, slots=True)
+class BackfillWindow:
+    """One window of a backfill job and whether it is stored."""
+
+    start: datetime
+    end: datetime  # inclusive, minute precision
+    done: bool
+    papers: int
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """A paper found by full-text search, with an abstract excerpt around the words that matched."""
+
+    paper: Paper
+    snippet: str  # matches between HIGHLIGHT_START and HIGHLIGHT_END

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from bot.clock import FakeClock
-from bot.store import Store
+from bot.store import SqliteStore
 
 
 @pytest.fixture
@@ -15,9 +15,9 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-async def store(tmp_path: Path, clock: FakeClock) -> AsyncIterator[Store]:
-    """A real SQLite file in a temporary folder, migrated."""
-    opened = await Store.open(tmp_path / "paperwatch.sqlite3", clock)
+async def store(tmp_path: Path, clock: FakeClock) -> AsyncIterator[SqliteStore]:
+    """A real SQLite file in a temporary folder, migrated (the SQLite store: some tests read its tables)."""
+    opened = await SqliteStore.open(tmp_path / "paperwatch.sqlite3", clock)
     try:
         yield opened
     finally:

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from bot.__main__ import main
-from bot.clock import FakeClock
+from bot.clock import FakeClock, SystemClock
 from bot.config import MAX_HISTORY_DAYS, MAX_STATS_WEEKS
 from bot.sources.arxiv_api import parse_feed
-from bot.store import Store
+from bot.store import open_store
 from tests.fakes.arxiv_server import FakeArxiv, RecordedRequest
 from tests.shared_files import FIXTURES
 
@@ -93,7 +93,7 @@ async def test_poll_once_stores_every_fixture_paper_with_every_field(tmp_path: P
         )
     assert code == 0, err
     assert "110 new" in out and "cycle complete" in out
-    store = await Store.open(db)
+    store = await open_store(db)
     try:
         assert await store.papers.count() == len(expected) == 110
         for paper in expected:
@@ -104,12 +104,12 @@ async def test_poll_once_stores_every_fixture_paper_with_every_field(tmp_path: P
 
 async def test_stats_prints_a_week_by_category_table(tmp_path: Path) -> None:
     db = tmp_path / "db.sqlite3"
-    store = await Store.open(db)
+    store = await open_store(db)
     from datetime import timedelta
 
     from tests.factories import make_paper
 
-    now = store.clock.now()
+    now = SystemClock().now()
     await store.papers.upsert(
         [make_paper(i, published=now - timedelta(days=i), categories=("cs.CL",)) for i in range(10)],
         seen_at=now,
@@ -142,7 +142,7 @@ async def test_momentum_prints_the_sentence_and_writes_the_chart(tmp_path: Path)
         make_paper(200 + i, title="Graph colouring bounds", published=today - timedelta(days=3 + i % 20))
         for i in range(9751)
     ]
-    store = await Store.open(db)
+    store = await open_store(db)
     await store.papers.upsert(current + previous + others, seen_at=datetime.now(UTC))
     await store.close()
     png = tmp_path / "chart.png"
@@ -166,12 +166,12 @@ async def test_match_lists_what_a_query_finds(tmp_path: Path) -> None:
     from tests.factories import make_paper
 
     db = tmp_path / "db.sqlite3"
-    store = await Store.open(db)
+    store = await open_store(db)
     papers = [
         make_paper(1, title="Speculative decoding with Medusa heads"),
         make_paper(2, title="Graph colouring"),
     ]
-    await store.papers.upsert(papers, seen_at=store.clock.now())
+    await store.papers.upsert(papers, seen_at=SystemClock().now())
     await store.close()
     code, out, err = await run_cli(
         "match", "--query", "ti:medusa", env={"DATABASE_PATH": str(db)}, cwd=tmp_path
@@ -363,7 +363,7 @@ async def test_backfill_that_loses_arxiv_says_it_resumes_and_does(
             "then run `python -m bot backfill` again with the same options: it resumes where it stopped"
         )
         assert "2 papers stored · 2 windows done, 3 left" in out
-        async with await Store.open(db) as store:
+        async with await open_store(db) as store:
             assert await store.papers.count() == 2
 
         arxiv.on_request = None
@@ -419,8 +419,8 @@ async def test_the_database_follows_its_env_file_wherever_the_command_runs(tmp_p
     site, elsewhere = tmp_path / "site", tmp_path / "elsewhere"
     elsewhere.mkdir()
     db = site / "data" / "pw.sqlite3"
-    async with await Store.open(db) as store:
-        await store.papers.upsert([make_paper(i) for i in range(3)], seen_at=store.clock.now())
+    async with await open_store(db) as store:
+        await store.papers.upsert([make_paper(i) for i in range(3)], seen_at=SystemClock().now())
     (site / ".env").write_text("DATABASE_PATH=data/pw.sqlite3\n")
     code, out, err = await run_cli("stats", env={"PAPERWATCH_ENV_FILE": str(site / ".env")}, cwd=elsewhere)
     assert code == 0, err
@@ -451,8 +451,8 @@ async def test_debug_logging_never_shows_sql_or_its_parameters(tmp_path: Path) -
     from tests.factories import make_paper
 
     db = tmp_path / "db.sqlite3"
-    async with await Store.open(db) as store:
-        await store.papers.upsert([make_paper(1, title="Medusa heads")], seen_at=store.clock.now())
+    async with await open_store(db) as store:
+        await store.papers.upsert([make_paper(1, title="Medusa heads")], seen_at=SystemClock().now())
     code, out, err = await run_cli(
         "match", "--query", "ti:medusa", env={"DATABASE_PATH": str(db), "LOG_LEVEL": "DEBUG"}, cwd=tmp_path
     )
@@ -465,7 +465,7 @@ async def test_debug_logging_never_shows_sql_or_its_parameters(tmp_path: Path) -
 
 async def test_a_reader_that_stops_early_gets_no_broken_pipe_traceback(tmp_path: Path) -> None:
     db = tmp_path / "db.sqlite3"
-    async with await Store.open(db):
+    async with await open_store(db):
         pass
     read_end, write_end = os.pipe()
     os.close(read_end)  # like `| head` that has read what it wanted: every write meets a closed pipe

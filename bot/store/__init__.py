@@ -1,20 +1,26 @@
-"""The only code that speaks SQL. `Store` opens the database and groups one repository per table family."""
+"""The only code that speaks SQL. `Store` is what callers depend on; `open_store` opens the implementation.
+
+The records the store returns live in bot.models; they are re-exported here under their old names until every
+import points there.
+"""
 
 from __future__ import annotations
 
-from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
-import aiosqlite
-
-from bot.clock import Clock, SystemClock
-from bot.store.database import Database
-from bot.store.deliveries import DeliveryRepo, PendingDelivery, Wanted
-from bot.store.follows import Follow, FollowRepo, Mode
-from bot.store.papers import PaperRepo
-from bot.store.search import SearchHit, SearchRepo
-from bot.store.sources import BackfillRepo, BackfillWindow, SourceRepo, SourceState
-from bot.store.topics import TopicRepo, TopicRow
+from bot.clock import Clock
+from bot.models import (
+    BackfillWindow,
+    Follow,
+    Mode,
+    PendingDelivery,
+    SearchHit,
+    SourceState,
+    TopicRow,
+    Wanted,
+)
+from bot.store.protocol import Store
+from bot.store.sqlite import SqliteStore
 
 __all__ = [
     "BackfillWindow",
@@ -23,39 +29,16 @@ __all__ = [
     "PendingDelivery",
     "SearchHit",
     "SourceState",
+    "SqliteStore",
     "Store",
     "TopicRow",
     "Wanted",
+    "open_store",
 ]
 
 
-class Store:
-    def __init__(self, path: Path | str, clock: Clock | None = None) -> None:
-        self.clock = clock or SystemClock()
-        self.db = Database(Path(path), self.clock)
-        self.papers = PaperRepo(self.db)
-        self.sources = SourceRepo(self.db)
-        self.backfill = BackfillRepo(self.db)
-        self.topics = TopicRepo(self.db)
-        self.follows = FollowRepo(self.db)
-        self.deliveries = DeliveryRepo(self.db)
-        self.search = SearchRepo(self.db)
+async def open_store(path: Path | str, clock: Clock | None = None) -> Store:
+    """The store of a database, opened and migrated: today the SQLite file at `path` (created when missing).
 
-    @classmethod
-    async def open(cls, path: Path | str, clock: Clock | None = None) -> Store:
-        store = cls(path, clock)
-        await store.db.open()
-        return store
-
-    async def close(self) -> None:
-        await self.db.close()
-
-    async def __aenter__(self) -> Store:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    def transaction(self) -> AbstractAsyncContextManager[aiosqlite.Connection]:
-        """One write transaction across repositories (e.g. papers and the deliveries they cause)."""
-        return self.db.transaction()
+    Returning the SQLite store as `Store` is also the static check that it implements the protocol."""
+    return await SqliteStore.open(path, clock)

@@ -3,38 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 
 import aiosqlite
 
-from bot.models import Paper
+from bot.models import Mode, PendingDelivery, Wanted
 from bot.store.database import Database
-from bot.store.follows import Mode
 from bot.store.papers import paper_from_row, to_ts
-
-
-@dataclass(frozen=True, slots=True)
-class Wanted:
-    """One follow's wish to see one paper in one channel."""
-
-    guild_id: int
-    channel_id: int
-    arxiv_id: str
-    mode: Mode
-    topic_id: int
-
-
-@dataclass(frozen=True, slots=True)
-class PendingDelivery:
-    id: int
-    guild_id: int
-    channel_id: int
-    mode: Mode
-    status: str
-    attempts: int
-    paper: Paper
-    topics: tuple[str, ...]  # names of the followed topics it matched, in name order
 
 
 class DeliveryRepo:

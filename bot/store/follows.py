@@ -2,33 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
 
+from bot.models import Follow, Mode
 from bot.store.database import Database
 from bot.store.papers import from_ts, to_ts
-
-Mode = Literal["each", "digest"]
-
-
-@dataclass(frozen=True, slots=True)
-class Follow:
-    id: int
-    guild_id: int
-    channel_id: int
-    topic_id: int
-    topic_name: str
-    mode: Mode
-    digest_hour: int
-    created_at: datetime
-    last_post_at: datetime | None
-    broken_reason: str | None
-
-    @property
-    def broken(self) -> bool:
-        return self.broken_reason is not None
-
 
 _SELECT = "SELECT f.*, t.name AS topic_name FROM follows f JOIN topics t ON t.id = f.topic_id"
 

@@ -3,22 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 
-from bot.models import Paper
+from bot.models import HIGHLIGHT_END, HIGHLIGHT_START, SearchHit
 from bot.store.database import Database
 from bot.store.papers import paper_filter, paper_from_row
 
-HIGHLIGHT_START, HIGHLIGHT_END = "\x02", "\x03"  # replaced by the renderer, after escaping markdown
 # bm25 weights per column (title, abstract, authors): a hit in the title says most about a paper.
 _BM25 = "bm25(papers_fts, 4.0, 1.0, 2.0)"
-
-
-@dataclass(frozen=True, slots=True)
-class SearchHit:
-    paper: Paper
-    snippet: str  # abstract excerpt with matches between HIGHLIGHT_START and HIGHLIGHT_END
 
 
 class SearchRepo:

@@ -3,46 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 
-from bot.models import SkippedEntry
+from bot.models import BackfillWindow, SkippedEntry, SkippedSummary, SourceState
 from bot.store.database import Database
 from bot.store.papers import from_ts, to_ts
 
 ERROR_CHARS = 500
-
-
-@dataclass(frozen=True, slots=True)
-class SourceState:
-    source: str
-    watermark: datetime | None = None
-    etag: str | None = None
-    last_modified: str | None = None
-    last_attempt: datetime | None = None
-    last_success: datetime | None = None
-    last_error: str | None = None
-    consecutive_failures: int = 0
-    papers_stored: int = 0
-    skipped: SkippedSummary | None = None  # entries it served that held no usable paper, if any
-
-
-@dataclass(frozen=True, slots=True)
-class SkippedSummary:
-    """Distinct entries a source (a poll, a backfill job) skipped, and the one it skipped first most recently."""
-
-    source: str
-    entries: int
-    latest: SkippedEntry
-    latest_at: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class BackfillWindow:
-    start: datetime
-    end: datetime  # inclusive, minute precision
-    done: bool
-    papers: int
 
 
 def _dt(value: int | None) -> datetime | None:

@@ -1,73 +1,23 @@
 """Topics (catalog and per-server) and their materialised matches.
 
-A topic's name is compared in two ways, both blind to script: `fold_name` (Unicode normalised, case-folded,
-spaces collapsed) says two names are the same name; `topic_key` (letters, digits and marks of any script,
-everything else one hyphen) says two names are too close to tell apart, e.g. "Graph Theory" and
-"graph-theory!". A server's own topic stores its key as its slug, so the database keeps keys unique per server.
+Names are compared by the rules in bot.models (`fold_name`, `topic_key`). A server's own topic stores its name's
+key as its slug, so the database keeps keys unique per server.
 """
 
 from __future__ import annotations
 
 import sqlite3
-import unicodedata
-from collections.abc import AsyncIterator, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
 
-from bot.models import Paper
+from bot.models import CATALOG_GUILD, Paper, TopicRow, find_named, fold_name, topic_key
 from bot.store.database import Database
 from bot.store.papers import from_ts, paper_filter, paper_from_row, to_ts
-
-CATALOG_GUILD = 0
-
-
-def fold_name(name: str) -> str:
-    """A name as compared: NFKC, case-folded (ß = ss, Σ = σ), runs of white space as one space."""
-    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name).casefold())
-    return " ".join(folded.split())
-
-
-def topic_key(name: str) -> str:
-    """Letters, digits and combining marks of any script, every other run of characters one hyphen: "量子"
-    and "機械学習" stay apart, "Graph Theory" and "graph-theory!" meet. A name with none of those (emoji,
-    symbols) keys by its folded self, so "🙂" and "🚀" stay apart too."""
-    folded = fold_name(name)
-    kept = "".join(c if unicodedata.category(c)[0] in "LNM" else " " for c in folded)
-    return "-".join(kept.split()) or "-".join(folded.split())
-
-
-class TopicNameTaken(Exception):
-    """A server already has a topic whose name has this key (two saves raced, or a legacy row)."""
-
-
-@dataclass(frozen=True, slots=True)
-class TopicRow:
-    id: int
-    guild_id: int
-    slug: str
-    name: str
-    description: str
-    query: str
-
-    @property
-    def is_catalog(self) -> bool:
-        return self.guild_id == CATALOG_GUILD
+from bot.store.protocol import TopicNameTaken
 
 
 def _topic(row: object) -> TopicRow:
     return TopicRow(row["id"], row["guild_id"], row["slug"], row["name"], row["description"], row["query"])  # type: ignore[index]
-
-
-def find_named(topics: Iterable[TopicRow], name_or_slug: str) -> TopicRow | None:
-    """The topic with exactly that name, else with that name or slug once folded, else the one whose name
-    has the same key."""
-    topics = list(topics)
-    text = " ".join(name_or_slug.split())
-    wanted, key = fold_name(text), topic_key(text)
-    exact = (t for t in topics if t.name == text)
-    same = (t for t in topics if wanted in (fold_name(t.name), fold_name(t.slug)))
-    close = (t for t in topics if key in (topic_key(t.name), t.slug))
-    return next(exact, None) or next(same, None) or next(close, None)
 
 
 class TopicRepo:

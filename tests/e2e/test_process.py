@@ -14,7 +14,7 @@ from pathlib import Path
 
 from bot.clock import SystemClock
 from bot.ingest import source_key
-from bot.store import Store
+from bot.store import open_store
 from bot.topics.catalog import load_catalog
 from bot.topics.service import TopicService
 from tests.e2e.helpers import RL_TITLES, embed_urls
@@ -51,8 +51,9 @@ async def test_sigkill_mid_batch_then_restart_posts_each_paper_once(
     guild = discord.add_guild("Lab")
     channel = discord.add_text_channel(guild, "papers")
     db = tmp_path / "paperwatch.sqlite3"
-    store = await Store.open(db, SystemClock())
-    topics = TopicService(store, store.clock)
+    clock = SystemClock()
+    store = await open_store(db, clock)
+    topics = TopicService(store, clock)
     await topics.start(load_catalog())
     topic = await store.topics.find(guild.id, "RL Post-Training")
     assert topic is not None

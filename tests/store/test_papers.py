@@ -8,11 +8,11 @@ import pytest
 
 from bot.clock import FakeClock
 from bot.models import Author
-from bot.store import Store
+from bot.store import SqliteStore
 from tests.factories import BASE_TIME, make_paper
 
 
-async def test_round_trip_keeps_every_field(store: Store, clock: FakeClock) -> None:
+async def test_round_trip_keeps_every_field(store: SqliteStore, clock: FakeClock) -> None:
     paper = make_paper(
         7,
         authors=(Author("Raimo Vuopionperä", ("SEFT, Univ. Helsinki", "CERN")), Author("Zoë Ødegård")),
@@ -28,7 +28,7 @@ async def test_round_trip_keeps_every_field(store: Store, clock: FakeClock) -> N
     assert await store.papers.get(paper.arxiv_id) == paper
 
 
-async def test_new_version_updates_row_and_keeps_first_seen(store: Store, clock: FakeClock) -> None:
+async def test_new_version_updates_row_and_keeps_first_seen(store: SqliteStore, clock: FakeClock) -> None:
     v1 = make_paper(1, title="Old title")
     await store.papers.upsert([v1], seen_at=clock.now())
     first_seen = await store.papers.first_seen(v1.arxiv_id)
@@ -41,7 +41,7 @@ async def test_new_version_updates_row_and_keeps_first_seen(store: Store, clock:
     assert await store.papers.first_seen(v1.arxiv_id) == first_seen
 
 
-async def test_older_or_same_version_changes_nothing(store: Store, clock: FakeClock) -> None:
+async def test_older_or_same_version_changes_nothing(store: SqliteStore, clock: FakeClock) -> None:
     v2 = make_paper(1, version=2, title="Current")
     await store.papers.upsert([v2], seen_at=clock.now())
     result = await store.papers.upsert([make_paper(1, version=1, title="Stale"), v2], seen_at=clock.now())
@@ -49,7 +49,7 @@ async def test_older_or_same_version_changes_nothing(store: Store, clock: FakeCl
     assert (await store.papers.get(v2.arxiv_id)).title == "Current"  # type: ignore[union-attr]
 
 
-async def test_fts_follows_inserts_and_updates(store: Store, clock: FakeClock) -> None:
+async def test_fts_follows_inserts_and_updates(store: SqliteStore, clock: FakeClock) -> None:
     await store.papers.upsert(
         [make_paper(1, title="Speculative decoding with draft models")], seen_at=clock.now()
     )
@@ -63,7 +63,7 @@ async def test_fts_follows_inserts_and_updates(store: Store, clock: FakeClock) -
     assert len(hits) == 1 and stale == []
 
 
-async def test_category_counts_follow_new_versions(store: Store, clock: FakeClock) -> None:
+async def test_category_counts_follow_new_versions(store: SqliteStore, clock: FakeClock) -> None:
     await store.papers.upsert([make_paper(1, categories=("cs.LG",)), make_paper(2)], seen_at=clock.now())
     start, end = BASE_TIME - timedelta(days=1), BASE_TIME
     assert await store.papers.count_in_categories(["cs.AI"], start, end) == 1
@@ -72,7 +72,7 @@ async def test_category_counts_follow_new_versions(store: Store, clock: FakeCloc
     assert await store.papers.count_in_categories(["cs.AI"], start, end) == 2
 
 
-async def test_failed_transaction_leaves_nothing(store: Store, clock: FakeClock) -> None:
+async def test_failed_transaction_leaves_nothing(store: SqliteStore, clock: FakeClock) -> None:
     with pytest.raises(RuntimeError):
         async with store.transaction():
             await store.papers.upsert([make_paper(1), make_paper(2)], seen_at=clock.now())
@@ -83,11 +83,11 @@ async def test_failed_transaction_leaves_nothing(store: Store, clock: FakeClock)
 
 async def test_migrations_are_recorded_and_not_reapplied(tmp_path: Path, clock: FakeClock) -> None:
     path = tmp_path / "db.sqlite3"
-    store = await Store.open(path, clock)
+    store = await SqliteStore.open(path, clock)
     await store.papers.upsert([make_paper(1)], seen_at=clock.now())
     assert await store.db.migrate() == []
     await store.close()
-    reopened = await Store.open(path, clock)
+    reopened = await SqliteStore.open(path, clock)
     assert await reopened.papers.count() == 1
     await reopened.close()
     with sqlite3.connect(path) as raw:
@@ -96,7 +96,7 @@ async def test_migrations_are_recorded_and_not_reapplied(tmp_path: Path, clock: 
         assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
-async def test_weekly_counts(store: Store, clock: FakeClock) -> None:
+async def test_weekly_counts(store: SqliteStore, clock: FakeClock) -> None:
     papers = [
         make_paper(i, published=BASE_TIME - timedelta(days=i), categories=("cs.LG",)) for i in range(14)
     ]
@@ -108,7 +108,7 @@ async def test_weekly_counts(store: Store, clock: FakeClock) -> None:
     assert ("2026-11-16", "cs.LG", 1) in weeks
 
 
-async def test_new_version_never_moves_submission_date_later(store: Store, clock: FakeClock) -> None:
+async def test_new_version_never_moves_submission_date_later(store: SqliteStore, clock: FakeClock) -> None:
     v1 = make_paper(1)
     await store.papers.upsert([v1], seen_at=clock.now())
     # An RSS "replace" item knows only its announcement date.
@@ -121,7 +121,7 @@ async def test_new_version_never_moves_submission_date_later(store: Store, clock
     assert stored.published == v1.published
 
 
-async def test_day_counts_cache_follows_every_change(store: Store, clock: FakeClock) -> None:
+async def test_day_counts_cache_follows_every_change(store: SqliteStore, clock: FakeClock) -> None:
     midnight = BASE_TIME.replace(hour=0, minute=0)
     window = (midnight - timedelta(days=7), midnight + timedelta(days=1))
     papers = [

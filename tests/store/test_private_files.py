@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.clock import FakeClock
-from bot.store import Store
+from bot.store import open_store
 from tests.factories import make_paper
 
 
@@ -34,7 +34,7 @@ async def test_database_wal_shm_and_new_folders_are_private(
     existing = tmp_path / "srv"
     existing.mkdir(mode=0o755)
     path = existing / "paperwatch" / "data" / "paperwatch.sqlite3"
-    store = await Store.open(path, clock)
+    store = await open_store(path, clock)
     try:
         await store.papers.upsert([make_paper(1)], seen_at=clock.now())
         files = [path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")]
@@ -43,5 +43,5 @@ async def test_database_wal_shm_and_new_folders_are_private(
         assert oct(mode(existing)) == "0o755"  # a folder the operator made keeps the mode they chose
     finally:
         await store.close()
-    async with await Store.open(path, clock) as again:  # and it opens again as it was
+    async with await open_store(path, clock) as again:  # and it opens again as it was
         assert await again.papers.count() == 1

@@ -12,7 +12,7 @@ import pytest
 
 from bot.clock import FakeClock
 from bot.models import Paper
-from bot.store import Store
+from bot.store import Store, open_store
 from bot.store.database import bundled_migrations
 from bot.topics.catalog import CatalogTopic, find_topic, load_catalog
 from bot.topics.query import QuerySyntaxError, parse_query
@@ -190,7 +190,7 @@ async def test_migration_gives_legacy_topics_their_unicode_keys(tmp_path: Path, 
             (9, "strae", "Straße", "ti:street"),  # its new key, strasse, is taken: stays reachable by name
         ],
     )
-    async with await Store.open(path, clock) as store:
+    async with await open_store(path, clock) as store:
         service = TopicService(store, clock)
         await service.start([])
         slugs = {t.name: t.slug for t in await store.topics.own(9)}

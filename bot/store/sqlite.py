@@ -1,0 +1,49 @@
+"""The SQLite store: one database file (WAL), one repository per table family, behind `bot.store.Store`."""
+
+from __future__ import annotations
+
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+from typing import Self
+
+from bot.clock import Clock, SystemClock
+from bot.store.database import Database
+from bot.store.deliveries import DeliveryRepo
+from bot.store.follows import FollowRepo
+from bot.store.papers import PaperRepo
+from bot.store.search import SearchRepo
+from bot.store.sources import BackfillRepo, SourceRepo
+from bot.store.topics import TopicRepo
+
+
+class SqliteStore:
+    def __init__(self, path: Path | str, clock: Clock | None = None) -> None:
+        self.clock = clock or SystemClock()
+        self.db = Database(Path(path), self.clock)
+        self.papers = PaperRepo(self.db)
+        self.sources = SourceRepo(self.db)
+        self.backfill = BackfillRepo(self.db)
+        self.topics = TopicRepo(self.db)
+        self.follows = FollowRepo(self.db)
+        self.deliveries = DeliveryRepo(self.db)
+        self.search = SearchRepo(self.db)
+
+    @classmethod
+    async def open(cls, path: Path | str, clock: Clock | None = None) -> SqliteStore:
+        """Open (creating it, private to its owner) and migrate the database file."""
+        store = cls(path, clock)
+        await store.db.open()
+        return store
+
+    async def close(self) -> None:
+        await self.db.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def transaction(self) -> AbstractAsyncContextManager[object]:
+        """One write transaction across repositories (e.g. papers and the deliveries they cause)."""
+        return self.db.transaction()
