@@ -46,12 +46,12 @@ def bare_executemany(path: Path, papers: list[Paper]) -> float:
     conn.execute(
         "CREATE TABLE papers (arxiv_id TEXT, version INT, title TEXT, abstract TEXT, authors TEXT,"
         " authors_json TEXT, primary_category TEXT, categories TEXT, published INT, updated INT, comment TEXT,"
-        " journal_ref TEXT, doi TEXT)"
+        " journal_ref TEXT, doi TEXT, authors_omitted INT)"
     )
     began = time.perf_counter()
     for i in range(0, len(rows), BATCH):
         with conn:
-            conn.executemany(f"INSERT INTO papers VALUES ({','.join('?' * 13)})", rows[i : i + BATCH])
+            conn.executemany(f"INSERT INTO papers VALUES ({','.join('?' * len(rows[0]))})", rows[i : i + BATCH])
     elapsed = time.perf_counter() - began
     conn.close()
     return elapsed
