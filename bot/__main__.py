@@ -34,16 +34,13 @@ from bot.config import (
     without_credentials,
 )
 from bot.console import CONSOLE_GUILD, ConsolePoster, console_channel
-from bot.context import AppContext, open_context
-from bot.delivery import DeliveryWorker
+from bot.context import open_context
 from bot.errors import PaperwatchError, SourceError, Unreachable
 from bot.ingest import CycleReport
-from bot.models import Paper
 from bot.momentum import Momentum, week_start
+from bot.services import Services
+from bot.services.topics import check_query
 from bot.store import TopicRow
-from bot.topics.query import parse_query
-
-log = logging.getLogger("bot")
 
 EXIT_BAD_INPUT = 2
 EXIT_UNREACHABLE = 3
@@ -55,9 +52,6 @@ EXIT_CODES = """Exit codes:
   2    bad input or settings (the message says which)
   3    arXiv or Discord could not be reached (nothing is lost: run it again)
   130  interrupted"""
-# Loggers that speak per request, per job run or per SQL statement (aiosqlite logs each statement with its
-# parameters at DEBUG): noise at best, server and member ids in the log at worst.
-QUIET_LOGGERS = ("apscheduler", "httpx", "aiosqlite")
 
 
 def program_name() -> str:
@@ -186,9 +180,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# -- shared steps ------------------------------------------------------------------------------------------
-
-
 def require_database(settings: Settings) -> None:
     """Commands that only read refuse to create an empty database where the user's one is not."""
     if not settings.database_path.exists():
@@ -203,6 +194,19 @@ def arxiv_failed(settings: Settings, detail: str, then: str) -> Unreachable:
     return Unreachable(
         f"could not read arXiv at {host}: {detail}. Check the network connection and ARXIV_API_URL, then {then}"
     )
+
+
+def poll_failed(settings: Settings, report: CycleReport, then: str) -> Unreachable:
+    kept = f" ({len(report.new)} new papers stored before it and kept)" if report.new else ""
+    return arxiv_failed(settings, f"{report.error}{kept}", f"{then}; nothing was lost")
+
+
+async def catalog_topic(services: Services, name: str) -> TopicRow:
+    """A catalog topic by name or slug; the error says where the list is."""
+    topic = await services.topics.find(0, name)
+    if topic is None:
+        raise PaperwatchError(f"no catalog topic named {name!r}; `{program_name()} topics` lists them")
+    return topic
 
 
 def print_momentum(name: str, result: Momentum) -> None:
@@ -225,21 +229,6 @@ async def write_chart(png: Path, name: str, result: Momentum) -> None:
     print(f"Chart written to {png}")
 
 
-async def follow_in_console(ctx: AppContext, topic: TopicRow) -> None:
-    await ctx.store.follows.upsert(
-        guild_id=CONSOLE_GUILD,
-        channel_id=console_channel(topic.id),
-        topic_id=topic.id,
-        mode="each",
-        digest_hour=0,
-        created_by=None,
-        at=ctx.clock.now(),
-    )
-
-
-# -- commands ----------------------------------------------------------------------------------------------
-
-
 async def cmd_poll(settings: Settings, once: bool, clock: Clock | None) -> int:
     require_contact(settings)
     async with open_context(settings, clock) as ctx:
@@ -249,18 +238,13 @@ async def cmd_poll(settings: Settings, once: bool, clock: Clock | None) -> int:
             if once and not report.complete:
                 raise poll_failed(settings, report, f"run `{program_name()} poll --once` again")
             print(report.summary(), flush=True)
-            total = await ctx.store.papers.count()
+            total = await ctx.services.status.papers_stored()
             print(f"{total} papers in {settings.database_path}", flush=True)
             if once:
                 return 0
             minutes = settings.poll_interval_minutes
             print(f"Next poll in {minutes} min (Ctrl+C to stop).", flush=True)
             await ctx.clock.sleep(minutes * 60)
-
-
-def poll_failed(settings: Settings, report: CycleReport, then: str) -> Unreachable:
-    kept = f" ({len(report.new)} new papers stored before it and kept)" if report.new else ""
-    return arxiv_failed(settings, f"{report.error}{kept}", f"{then}; nothing was lost")
 
 
 async def cmd_backfill(
@@ -283,18 +267,48 @@ async def cmd_backfill(
                 f"run `{program_name()} backfill` again with the same options: it resumes where it stopped"
             )
             raise arxiv_failed(settings, f"{exc} (every day stored so far is kept)", again) from None
-        print(
-            f"Done: {stored} new papers; {await ctx.store.papers.count()} papers in {settings.database_path}"
-        )
+        total = await ctx.services.status.papers_stored()
+        print(f"Done: {stored} new papers; {total} papers in {settings.database_path}")
     return 0
+
+
+async def cmd_watch(settings: Settings, name: str, once: bool, clock: Clock | None) -> int:
+    """The bot's own pipeline (poll, store, match, outbox, worker) with the terminal as the channel."""
+    require_contact(settings)
+    async with open_context(settings, clock) as ctx:
+        use = ctx.services
+        topic = await catalog_topic(use, name)
+        await use.follows.follow_topic(CONSOLE_GUILD, console_channel(topic.id), topic, digest_hour=0)
+        poster = ConsolePoster()
+        worker = ctx.delivery_worker(poster, per_channel=50, console=True)
+        await worker.recover_in_flight()
+        first = True
+        while True:
+            report = await ctx.ingestor().poll_once()
+            if once and not report.complete:
+                raise poll_failed(settings, report, f"run `{program_name()} watch` again")
+            if first:  # after the first poll, so that even a fresh database has something to show
+                print(f"Watching {topic.name}: {(await use.momentum.topic(topic)).sentence()}")
+                for paper in reversed(await use.history.latest(topic, 3)):
+                    await poster.post_card(0, paper, [topic.name], "")
+                print(f"Database: {settings.database_path}")
+                print("New papers will appear below as they are announced (Ctrl+C to stop).", flush=True)
+                first = False
+            delivered = await worker.deliver_once()
+            print(
+                f"[{ctx.clock.now():%H:%M} UTC] {report.summary()}; {delivered.sent} new for {topic.name}",
+                flush=True,
+            )
+            if once:
+                return 0
+            await ctx.clock.sleep(settings.poll_interval_minutes * 60)
 
 
 async def cmd_stats(settings: Settings, weeks: int, clock: Clock | None) -> int:
     require_database(settings)
     async with open_context(settings, clock) as ctx:
-        since = ctx.clock.now() - timedelta(weeks=weeks)
-        rows = await ctx.store.papers.weekly_category_counts(since)
-        total = await ctx.store.papers.count()
+        rows = await ctx.services.status.weekly_category_counts(weeks)
+        total = await ctx.services.status.papers_stored()
     categories = sorted({c for _, c, _ in rows})
     week_list = sorted({w for w, _, _ in rows})
     counts = {(w, c): n for w, c, n in rows}
@@ -317,10 +331,8 @@ async def cmd_momentum(
 ) -> int:
     require_database(settings)
     async with open_context(settings, clock) as ctx:
-        topic = await ctx.store.topics.find(0, name)
-        if topic is None:
-            raise PaperwatchError(f"no catalog topic named {name!r}; `{program_name()} topics` lists them")
-        result = await ctx.momentum(topic, weeks)
+        topic = await catalog_topic(ctx.services, name)
+        result = await ctx.services.momentum.topic(topic, weeks)
     print_momentum(topic.name, result)
     if png is not None:
         await write_chart(png, topic.name, result)
@@ -331,10 +343,9 @@ async def cmd_momentum(
 async def cmd_topics(settings: Settings, clock: Clock | None) -> int:
     require_database(settings)
     async with open_context(settings, clock) as ctx:
-        rows = await ctx.store.topics.visible_to(0)
+        rows = await ctx.services.topics.visible_to(0)
         print(f"{len(rows)} catalog topics (papers submitted in the last four weeks)")
-        for row in rows:
-            result = await ctx.momentum(row)
+        for row, result in zip(rows, await ctx.services.momentum.topics(rows), strict=True):
             print(f"{result.current:>6}  {result.sparkline()}  {row.name}  [{row.slug}]")
     print(f"Database: {settings.database_path}")
     return 0
@@ -343,17 +354,10 @@ async def cmd_topics(settings: Settings, clock: Clock | None) -> int:
 async def cmd_match(
     settings: Settings, text: str, since: datetime | None, limit: int, clock: Clock | None
 ) -> int:
-    query = parse_query(text)
+    query = check_query(text)
     require_database(settings)
     async with open_context(settings, clock) as ctx:
-        found: list[Paper] = []
-        categories = await ctx.topics.stored_categories(query)
-        if categories is not None:
-            async for batch in ctx.store.topics.candidates(
-                query.to_fts5(), categories=categories, since=since
-            ):
-                found += [p for p in batch if query.matches(p)]
-    found.sort(key=lambda p: p.published, reverse=True)
+        found = await ctx.services.history.matches(query, since=since)
     weeks = Counter(week_start(p.published).date() for p in found)
     scope = f" since {since:%Y-%m-%d}" if since else ""
     verb = "paper matches" if len(found) == 1 else "papers match"
@@ -366,41 +370,7 @@ async def cmd_match(
     return 0
 
 
-async def cmd_watch(settings: Settings, name: str, once: bool, clock: Clock | None) -> int:
-    """The bot's own pipeline (poll, store, match, outbox, worker) with the terminal as the channel."""
-    require_contact(settings)
-    async with open_context(settings, clock) as ctx:
-        topic = await ctx.store.topics.find(CONSOLE_GUILD, name)
-        if topic is None:
-            raise PaperwatchError(f"no catalog topic named {name!r}; `{program_name()} topics` lists them")
-        await follow_in_console(ctx, topic)
-        poster = ConsolePoster()
-        worker = DeliveryWorker(ctx.store, poster, ctx.clock, per_channel=50, console=True)
-        await worker.recover_in_flight()
-        first = True
-        while True:
-            report = await ctx.ingestor().poll_once()
-            if once and not report.complete:
-                raise poll_failed(settings, report, f"run `{program_name()} watch` again")
-            if first:  # after the first poll, so that even a fresh database has something to show
-                print(f"Watching {topic.name}: {(await ctx.momentum(topic)).sentence()}")
-                for paper in reversed(await ctx.store.topics.latest_papers(topic.id, 3)):
-                    await poster.post_card(0, paper, [topic.name], "")
-                print(f"Database: {settings.database_path}")
-                print("New papers will appear below as they are announced (Ctrl+C to stop).", flush=True)
-                first = False
-            delivered = await worker.deliver_once()
-            print(
-                f"[{ctx.clock.now():%H:%M} UTC] {report.summary()}; {delivered.sent} new for {topic.name}",
-                flush=True,
-            )
-            if once:
-                return 0
-            await ctx.clock.sleep(settings.poll_interval_minutes * 60)
-
-
 async def cmd_demo(png: Path, clock: Clock | None) -> int:
-    """The real pipeline on a loopback arXiv serving real papers, in a temporary database."""
     from bot.demo import ANNOUNCED_WITHIN, DEMO_CATEGORIES, DEMO_TOPIC, demo_settings, never_proxy_loopback
     from bot.demo.corpus import days_spanned, load_corpus
     from bot.demo.server import LoopbackArxiv
@@ -420,19 +390,19 @@ async def cmd_demo(png: Path, clock: Clock | None) -> int:
     with tempfile.TemporaryDirectory(prefix="paperwatch-demo-") as folder:
         async with LoopbackArxiv(entries, held=held) as arxiv:
             settings = demo_settings(Path(folder) / "demo.sqlite3", arxiv.url)
-            async with open_context(settings, clock) as ctx:
-                await ctx.topics.start([DEMO_TOPIC])
-                topic = await ctx.store.topics.find(CONSOLE_GUILD, DEMO_TOPIC.name)
+            async with open_context(settings, clock, extra_topics=[DEMO_TOPIC]) as ctx:
+                use = ctx.services
+                topic = await use.topics.find(CONSOLE_GUILD, DEMO_TOPIC.name)
                 assert topic is not None  # just saved
-                await follow_in_console(ctx, topic)
+                await use.follows.follow_topic(CONSOLE_GUILD, console_channel(topic.id), topic, digest_hour=0)
 
                 print(f"\n1. Backfill: {days} days of {', '.join(DEMO_CATEGORIES)}, a request per day")
                 stored = await ctx.backfill(progress=demo_progress).run(days)
-                matched = await ctx.store.topics.count_matches(topic.id, now - timedelta(days=days), now)
+                matched = await use.history.count_matches(topic, now - timedelta(days=days), now)
                 print(f"{stored} papers stored; {matched} match the topic {topic.name!r}: {topic.query}")
 
                 print(f"\n2. Momentum of {topic.name}, as /momentum shows it")
-                result = await ctx.momentum(topic)
+                result = await use.momentum.topic(topic)
                 print_momentum(topic.name, result)
                 await write_chart(png, topic.name, result)
 
@@ -443,7 +413,7 @@ async def cmd_demo(png: Path, clock: Clock | None) -> int:
                 announced = arxiv.announce()
                 print(f"arXiv announces {len(announced)} new papers; the next poll finds them:", flush=True)
                 report = await ctx.ingestor().poll_once()
-                worker = DeliveryWorker(ctx.store, ConsolePoster(), ctx.clock, console=True)
+                worker = ctx.delivery_worker(ConsolePoster(), console=True)
                 delivered = await worker.deliver_once()
                 print(f"{report.summary()}; {delivered.sent} new for {topic.name}, shown above as cards")
     prog = program_name()
@@ -460,14 +430,16 @@ def demo_progress(progress: Progress) -> None:
         print(progress.line(), flush=True)
 
 
+# Loggers that speak per request, per job run or per SQL statement (aiosqlite logs each statement with its
+# parameters at DEBUG): noise at best, server and member ids in the log at worst.
+QUIET_LOGGERS = ("apscheduler", "httpx", "aiosqlite")
+
+
 def cmd_run(settings: Settings) -> int:
     token = require_token(settings)
     from bot.app import run_bot  # imported late: the CLI's other commands need no Discord
 
     return run_bot(settings, token)
-
-
-# -- entry point -------------------------------------------------------------------------------------------
 
 
 def configure_logging(level: str) -> None:

@@ -13,10 +13,12 @@ import pytest
 
 from bot.clock import FakeClock
 from bot.ingest import Ingestor
-from bot.models import Author, Paper, UpsertResult
+from bot.intake import ExtraWrites, Intake, IntakeReport
+from bot.models import Author, Paper
 from bot.sources.arxiv_api import ArxivClient
 from bot.sources.polite_http import PoliteHttp, build_http_client
 from bot.store import Store
+from bot.topics.index import TopicIndex
 from tests.factories import make_paper
 from tests.fakes.arxiv_server import FakeArxiv, RecordedRequest
 from tests.fakes.atom import HOSTILE_ENTRIES, HOSTILE_ID, RawEntry, entry_xml, hostile_entry
@@ -46,10 +48,48 @@ async def http() -> AsyncIterator[httpx.AsyncClient]:
 
 
 def make_ingestor(
-    store: Store, arxiv: FakeArxiv, http: httpx.AsyncClient, clock: FakeClock, **options: object
+    store: Store,
+    arxiv: FakeArxiv,
+    http: httpx.AsyncClient,
+    clock: FakeClock,
+    intake: Intake | None = None,
+    **options: object,
 ) -> Ingestor:
     polite = PoliteHttp(http, clock, min_interval=3.0, max_tries=3)
-    return Ingestor(store, ArxivClient(polite, arxiv.url), clock, categories=CATS, **options)  # type: ignore[arg-type]
+    intake = intake or Intake(store, TopicIndex(store, clock), clock)
+    return Ingestor(store, ArxivClient(polite, arxiv.url), clock, intake=intake, categories=CATS, **options)  # type: ignore[arg-type]
+
+
+async def following_rl(store: Store, clock: FakeClock) -> tuple[Intake, int]:
+    """An intake whose index holds one topic every corpus paper matches, followed by a channel of guild 1."""
+    topic = await store.topics.create(
+        guild_id=1, name="RL", description="", query="ti:reinforcement", at=clock.now()
+    )
+    await store.follows.upsert(
+        guild_id=1, channel_id=10, topic_id=topic.id, mode="each", digest_hour=8, created_by=None, at=clock.now()
+    )
+    index = TopicIndex(store, clock)
+    await index.start([])
+    return Intake(store, index, clock), topic.id
+
+
+class CrashingIntake(Intake):
+    """A process that dies inside the transaction of its second page, after the page's writes."""
+
+    pages = 0
+
+    async def store_papers(
+        self, papers: Sequence[Paper], *, announce: bool, also: ExtraWrites | None = None
+    ) -> IntakeReport:
+        self.pages += 1
+
+        async def then_die() -> None:
+            if also is not None:
+                await also()
+            if self.pages == 2:
+                raise RuntimeError("process died here")
+
+        return await super().store_papers(papers, announce=announce, also=then_die)
 
 
 def api_requests(arxiv: FakeArxiv) -> list[dict[str, str]]:
@@ -178,28 +218,20 @@ async def test_crash_between_fetch_and_commit_then_catch_up(
     store: Store, arxiv: FakeArxiv, http, clock: FakeClock
 ) -> None:
     arxiv.papers = corpus(clock, 25)
-    calls: list[int] = []
-
-    async def crash_on_second_page(result: UpsertResult, papers: Sequence[Paper]) -> None:
-        calls.append(len(papers))
-        if len(calls) == 2:
-            raise RuntimeError("process died here")
-
-    crashing = make_ingestor(store, arxiv, http, clock, page_size=10, on_stored=crash_on_second_page)
-    failed = await crashing.poll_once()  # recorded and reported, not raised: polling goes on
+    intake, topic_id = await following_rl(store, clock)
+    crashing = CrashingIntake(store, intake.index, clock)
+    failed = await make_ingestor(store, arxiv, http, clock, crashing, page_size=10).poll_once()
+    # recorded and reported, not raised: polling goes on
     assert not failed.complete and failed.error == "internal error (RuntimeError); the log has the details"
-    assert await store.papers.count() == 10
-    state = await store.sources.get(crashing.source)
+    assert await store.papers.count() == 10  # the second page's papers and matches were rolled back
+    assert len(await store.topics.latest_papers(topic_id, 50)) == 10
+    state = await store.sources.get(failed.source)
     assert state.watermark is None and state.last_error == failed.error and state.consecutive_failures == 1
 
-    seen: list[str] = []
-
-    async def record(result: UpsertResult, papers: Sequence[Paper]) -> None:
-        seen.extend(result.new)
-
-    report = await make_ingestor(store, arxiv, http, clock, page_size=10, on_stored=record).poll_once()
+    report = await make_ingestor(store, arxiv, http, clock, intake, page_size=10).poll_once()
     assert report.complete and await store.papers.count() == 25
-    assert len(seen) == 15 and len(set(seen)) == 15  # each missing paper handed on exactly once
+    assert len(report.new) == 15 and len(set(report.new)) == 15  # each missing paper stored exactly once
+    assert len(await store.topics.latest_papers(topic_id, 50)) == 25  # and matched
 
 
 async def test_requests_respect_min_interval(store: Store, arxiv: FakeArxiv, http, clock: FakeClock) -> None:
@@ -212,25 +244,20 @@ async def test_requests_respect_min_interval(store: Store, arxiv: FakeArxiv, htt
 async def test_first_cycle_is_history_and_later_cycles_are_new(
     store: Store, arxiv: FakeArxiv, http, clock: FakeClock
 ) -> None:
-    history: list[str] = []
-    new: list[str] = []
-
-    async def as_history(result: UpsertResult, papers: Sequence[Paper]) -> None:
-        history.extend(result.new)
-
-    async def as_new(result: UpsertResult, papers: Sequence[Paper]) -> None:
-        new.extend(result.new)
-
-    ingestor = make_ingestor(store, arxiv, http, clock, on_stored=as_new, on_history=as_history)
+    intake, topic_id = await following_rl(store, clock)
+    ingestor = make_ingestor(store, arxiv, http, clock, intake)
     arxiv.fail_next(503, count=3)
     assert not (await ingestor.poll_once()).complete  # a failed first cycle is still the first
     arxiv.papers = corpus(clock, 4)
-    await ingestor.poll_once()
-    assert len(history) == 4 and new == []
+    first = await ingestor.poll_once()
+    # history: stored and matched, never posted
+    assert len(first.new) == 4 and len(await store.topics.latest_papers(topic_id, 50)) == 4
+    assert await store.deliveries.counts(1) == {}
     clock.advance(3600)
     arxiv.papers.append(make_paper(77, published=clock.now() - timedelta(minutes=3)))
-    await ingestor.poll_once()
-    assert new == [make_paper(77).arxiv_id] and len(history) == 4
+    second = await ingestor.poll_once()
+    assert second.new == [make_paper(77).arxiv_id]
+    assert await store.deliveries.counts(1) == {"pending": 1}  # only the paper announced after the first
 
 
 async def test_an_empty_first_cycle_still_ends_the_first_cycle(
@@ -389,7 +416,10 @@ async def test_a_trickling_page_fails_the_cycle_at_the_deadline_and_the_next_cat
 ) -> None:
     arxiv.papers = corpus(clock, 25)
     polite = PoliteHttp(http, clock, min_interval=3.0, max_tries=2, deadline=0.5)
-    ingestor = Ingestor(store, ArxivClient(polite, arxiv.url), clock, categories=CATS, page_size=10)
+    intake = Intake(store, TopicIndex(store, clock), clock)
+    ingestor = Ingestor(
+        store, ArxivClient(polite, arxiv.url), clock, intake=intake, categories=CATS, page_size=10
+    )
 
     def trickle_after_first_page(request: RecordedRequest) -> None:
         if len(arxiv.requests) == 2:  # both tries of page two
