@@ -9,9 +9,7 @@ two: the plan holds the plain data that decision needs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, replace
 
 from bot.clock import Clock
 from bot.errors import PaperwatchError
@@ -130,9 +128,7 @@ class FollowService:
         if changed is None:
             return plan
         following = [f.channel_id for f in await self.in_server(guild_id) if f.topic_id == changed.id]
-        return FollowPlan(
-            guild_id, channel_id, checked_mode, digest_hour, created_by, None, topic_plan, tuple(following)
-        )
+        return replace(plan, guarded=tuple(following))
 
     async def follow(self, plan: FollowPlan) -> Followed:
         """Carry out a plan: create or change the server's topic (matching its history), then follow it."""
@@ -180,11 +176,8 @@ class FollowService:
             mode=mode,
             digest_hour=digest_hour,
             created_by=created_by,
-            at=self.now(),
+            at=self.clock.now(),
         )
-
-    def now(self) -> datetime:
-        return self.clock.now()
 
     # ---- unfollowing ---------------------------------------------------------------------------------------
 
@@ -203,7 +196,3 @@ class FollowService:
         if not plan.deletes_topic:
             raise FollowError(f"“{plan.topic.name}” is still followed or is a catalog topic: it stays.")
         await self.topics.delete_custom(plan.topic)
-
-
-def channels_of(follows: Sequence[Follow]) -> list[int]:
-    return [f.channel_id for f in follows]

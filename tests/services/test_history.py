@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import pytest
 
+from bot.errors import PaperwatchError
 from bot.services.topics import TopicError, TopicLimits
 from bot.topics.query import parse_query
 from tests.factories import BASE_TIME, make_paper
@@ -51,3 +52,41 @@ async def test_latest_refuses_a_count_outside_1_to_50(world: World) -> None:
             await service.latest(row, count)
     with pytest.raises(ValueError):
         await store.topics.latest_papers(row.id, -1)
+
+
+async def test_every_match_of_a_query_newest_first_and_since_a_day(world: World) -> None:
+    papers = [
+        make_paper(i, title=f"Kalman filters {i}", published=BASE_TIME - timedelta(days=i)) for i in range(5)
+    ]
+    await world.intake.store_papers([*papers, make_paper(9, title="Other things")], announce=False)
+    history = world.services.history
+    assert await history.matches(parse_query("ti:kalman")) == papers
+    since = BASE_TIME - timedelta(days=2, hours=1)
+    assert await history.matches(parse_query("ti:kalman"), since=since) == papers[:3]
+    assert await history.matches(parse_query("cat:q-bio.NC AND ti:kalman")) == []
+
+
+async def test_a_paper_not_stored_is_fetched_stored_and_matched_but_never_posted(world: World) -> None:
+    topic, _ = await world.services.topics.save_custom(3, "Axolotls", "ti:axolotl")
+    follows = world.services.follows
+    await follows.follow(await follows.plan(3, 30, "Axolotls"))
+    paper = make_paper(40, title="Axolotl limb regeneration")
+    world.arxiv.papers = [paper]
+    history = world.services.history
+    assert await history.stored(paper.arxiv_id) is None
+    assert await history.fetch(paper.arxiv_id) == paper
+    assert await history.stored(paper.arxiv_id) == paper
+    assert await history.latest(topic, 5) == [paper]
+    assert await history.topic_names(3, paper) == ["Axolotls"]
+    assert await history.topic_names(4, paper) == []  # another server's topic is never named
+    assert (await world.services.status.of_server(3)).deliveries == {}
+
+
+async def test_fetching_a_paper_arxiv_lacks_or_cannot_serve_says_what_to_do(world: World) -> None:
+    history = world.services.history
+    with pytest.raises(PaperwatchError, match=r"arXiv has no paper 2611\.19999\. Check the id"):
+        await history.fetch("2611.19999")
+    world.arxiv.fail_next(503, count=2)
+    with pytest.raises(PaperwatchError, match=r"did not answer for 2611\.10001 just now"):
+        await history.fetch("2611.10001")
+    assert await history.stored("2611.10001") is None

@@ -7,7 +7,14 @@ import pytest
 
 from bot.clock import FakeClock
 from bot.models import Paper
-from bot.services.topics import QueryTooBroad, TopicError, TopicLimitReached, TopicService, slugify
+from bot.services.topics import (
+    QueryTooBroad,
+    TopicError,
+    TopicLimitReached,
+    TopicService,
+    UnknownTopic,
+    slugify,
+)
 from bot.store import Store
 from bot.topics.catalog import CatalogTopic, load_catalog
 from bot.topics.index import TopicIndex
@@ -207,3 +214,24 @@ async def test_a_server_has_at_most_50_topics_and_10_changes_an_hour(store: Stor
     await service.delete_custom(changed)
     await service.save_custom(2, "Topic 50", "ti:word50")
     assert await store.topics.count_own(2) == 50
+
+
+async def test_suggestions_for_what_was_typed_and_an_unknown_name(store: Store, clock: FakeClock) -> None:
+    service = topic_service(store, clock)
+    await service.index.start([t for t in load_catalog() if t.name in ("RL Post-Training", "Robot Learning")])
+    await service.save_custom(1, "Learning Dynamics", "ti:dynamics")
+    await service.save_custom(2, "Elsewhere Learning", "ti:elsewhere")
+    # where the text appears first; at the same place the catalog's first; another server's never
+    assert await service.suggest(1, "learn") == ["Learning Dynamics", "Robot Learning"]
+    assert await service.suggest(1, "") == ["RL Post-Training", "Robot Learning", "Learning Dynamics"]
+    assert await service.suggest(1, "rl-post") == ["RL Post-Training"]  # the slug, when the name lacks it
+    assert (await service.resolve(1, "robot  learning")).name == "Robot Learning"
+    with pytest.raises(UnknownTopic, match="no topic named “Elsewhere Learning”"):
+        await service.resolve(1, "Elsewhere Learning")
+
+
+async def test_a_query_too_long_is_refused_with_its_length(store: Store, clock: FakeClock) -> None:
+    service = topic_service(store, clock)
+    with pytest.raises(TopicError, match="at most 500 characters; this one has 501"):
+        await service.save_custom(1, "Long", "a" * 501)
+    assert await service.own(1) == []
