@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 
 import httpx
@@ -22,6 +23,7 @@ from bot.topics.index import TopicIndex
 from tests.factories import make_paper
 from tests.fakes.arxiv_server import FakeArxiv, RecordedRequest
 from tests.fakes.atom import HOSTILE_ENTRIES, HOSTILE_ID, RawEntry, entry_xml, hostile_entry
+from tests.services.world import services_world
 
 CATS = ("cs.AI", "cs.LG")
 
@@ -60,17 +62,14 @@ def make_ingestor(
     return Ingestor(store, ArxivClient(polite, arxiv.url), clock, intake=intake, categories=CATS, **options)  # type: ignore[arg-type]
 
 
-async def following_rl(store: Store, clock: FakeClock) -> tuple[Intake, int]:
-    """An intake whose index holds one topic every corpus paper matches, followed by a channel of guild 1."""
-    topic = await store.topics.create(
-        guild_id=1, name="RL", description="", query="ti:reinforcement", at=clock.now()
-    )
-    await store.follows.upsert(
-        guild_id=1, channel_id=10, topic_id=topic.id, mode="each", digest_hour=8, created_by=None, at=clock.now()
-    )
-    index = TopicIndex(store, clock)
-    await index.start([])
-    return Intake(store, index, clock), topic.id
+@asynccontextmanager
+async def following_rl(store: Store, clock: FakeClock) -> AsyncIterator[tuple[Intake, int]]:
+    """The intake, with a topic every corpus paper matches, followed by a channel of server 1."""
+    async with services_world(store, clock) as world:
+        topic, _ = await world.services.topics.save_custom(1, "RL", "ti:reinforcement")
+        follows = world.services.follows
+        await follows.follow(await follows.plan(1, 10, "RL"))
+        yield world.intake, topic.id
 
 
 class CrashingIntake(Intake):
@@ -218,20 +217,24 @@ async def test_crash_between_fetch_and_commit_then_catch_up(
     store: Store, arxiv: FakeArxiv, http, clock: FakeClock
 ) -> None:
     arxiv.papers = corpus(clock, 25)
-    intake, topic_id = await following_rl(store, clock)
-    crashing = CrashingIntake(store, intake.index, clock)
-    failed = await make_ingestor(store, arxiv, http, clock, crashing, page_size=10).poll_once()
-    # recorded and reported, not raised: polling goes on
-    assert not failed.complete and failed.error == "internal error (RuntimeError); the log has the details"
-    assert await store.papers.count() == 10  # the second page's papers and matches were rolled back
-    assert len(await store.topics.latest_papers(topic_id, 50)) == 10
-    state = await store.sources.get(failed.source)
-    assert state.watermark is None and state.last_error == failed.error and state.consecutive_failures == 1
+    async with following_rl(store, clock) as (intake, topic_id):
+        crashing = CrashingIntake(store, intake.index, clock)
+        failed = await make_ingestor(store, arxiv, http, clock, crashing, page_size=10).poll_once()
+        # recorded and reported, not raised: polling goes on
+        assert (
+            not failed.complete and failed.error == "internal error (RuntimeError); the log has the details"
+        )
+        assert await store.papers.count() == 10  # the second page's papers and matches were rolled back
+        assert len(await store.topics.latest_papers(topic_id, 50)) == 10
+        state = await store.sources.get(failed.source)
+        assert (
+            state.watermark is None and state.last_error == failed.error and state.consecutive_failures == 1
+        )
 
-    report = await make_ingestor(store, arxiv, http, clock, intake, page_size=10).poll_once()
-    assert report.complete and await store.papers.count() == 25
-    assert len(report.new) == 15 and len(set(report.new)) == 15  # each missing paper stored exactly once
-    assert len(await store.topics.latest_papers(topic_id, 50)) == 25  # and matched
+        report = await make_ingestor(store, arxiv, http, clock, intake, page_size=10).poll_once()
+        assert report.complete and await store.papers.count() == 25
+        assert len(report.new) == 15 and len(set(report.new)) == 15  # each missing paper stored exactly once
+        assert len(await store.topics.latest_papers(topic_id, 50)) == 25  # and matched
 
 
 async def test_requests_respect_min_interval(store: Store, arxiv: FakeArxiv, http, clock: FakeClock) -> None:
@@ -244,20 +247,20 @@ async def test_requests_respect_min_interval(store: Store, arxiv: FakeArxiv, htt
 async def test_first_cycle_is_history_and_later_cycles_are_new(
     store: Store, arxiv: FakeArxiv, http, clock: FakeClock
 ) -> None:
-    intake, topic_id = await following_rl(store, clock)
-    ingestor = make_ingestor(store, arxiv, http, clock, intake)
-    arxiv.fail_next(503, count=3)
-    assert not (await ingestor.poll_once()).complete  # a failed first cycle is still the first
-    arxiv.papers = corpus(clock, 4)
-    first = await ingestor.poll_once()
-    # history: stored and matched, never posted
-    assert len(first.new) == 4 and len(await store.topics.latest_papers(topic_id, 50)) == 4
-    assert await store.deliveries.counts(1) == {}
-    clock.advance(3600)
-    arxiv.papers.append(make_paper(77, published=clock.now() - timedelta(minutes=3)))
-    second = await ingestor.poll_once()
-    assert second.new == [make_paper(77).arxiv_id]
-    assert await store.deliveries.counts(1) == {"pending": 1}  # only the paper announced after the first
+    async with following_rl(store, clock) as (intake, topic_id):
+        ingestor = make_ingestor(store, arxiv, http, clock, intake)
+        arxiv.fail_next(503, count=3)
+        assert not (await ingestor.poll_once()).complete  # a failed first cycle is still the first
+        arxiv.papers = corpus(clock, 4)
+        first = await ingestor.poll_once()
+        # history: stored and matched, never posted
+        assert len(first.new) == 4 and len(await store.topics.latest_papers(topic_id, 50)) == 4
+        assert await store.deliveries.counts(1) == {}
+        clock.advance(3600)
+        arxiv.papers.append(make_paper(77, published=clock.now() - timedelta(minutes=3)))
+        second = await ingestor.poll_once()
+        assert second.new == [make_paper(77).arxiv_id]
+        assert await store.deliveries.counts(1) == {"pending": 1}  # only the paper announced after the first
 
 
 async def test_an_empty_first_cycle_still_ends_the_first_cycle(
@@ -272,7 +275,9 @@ async def test_an_empty_first_cycle_still_ends_the_first_cycle(
 
 
 def skip_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == "bot.ingest" and "skipped entry" in r.getMessage()]
+    return [
+        r.getMessage() for r in caplog.records if r.name == "bot.ingest" and "skipped entry" in r.getMessage()
+    ]
 
 
 async def test_an_entry_dated_2099_neither_moves_the_watermark_nor_stops_polling(
@@ -362,7 +367,9 @@ async def test_a_page_of_nothing_but_unusable_entries_does_not_end_the_walk(
     assert await store.papers.count() == 10
 
 
-async def test_an_oversized_entry_is_stored_bounded(store: Store, arxiv: FakeArxiv, http, clock: FakeClock) -> None:
+async def test_an_oversized_entry_is_stored_bounded(
+    store: Store, arxiv: FakeArxiv, http, clock: FakeClock
+) -> None:
     authors = (Author("N" * 50_000, ("A" * 50_000,) * 50), *(Author(f"Member {i}") for i in range(1, 5_000)))
     huge = make_paper(1, published=clock.now() - timedelta(hours=1), title="T" * 100_000, authors=authors)
     arxiv.papers = [huge, *corpus(clock, 3, start=10)]
@@ -380,7 +387,9 @@ async def test_an_oversized_entry_is_stored_bounded(store: Store, arxiv: FakeArx
 HTTP_FAULTS = {
     "redirect loop": (lambda a: a.redirect_next(count=500), "redirect loop"),
     "redirect to port 99999": (
-        lambda a: a.serve_raw_next(b"", status=302, headers={"Location": "http://127.0.0.1:99999/"}, count=500),
+        lambda a: a.serve_raw_next(
+            b"", status=302, headers={"Location": "http://127.0.0.1:99999/"}, count=500
+        ),
         "port must be 0-65535",
     ),
 }

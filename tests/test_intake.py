@@ -3,42 +3,40 @@ together with the caller's own writes, on a real SQLite file."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 import pytest
 
 from bot.clock import FakeClock
 from bot.intake import Intake
 from bot.store import Store
-from bot.topics.index import TopicIndex
 from tests.factories import make_paper
+from tests.services.world import World, services_world
 
 GUILD, CHANNEL = 7, 70
 RL_PAPER = make_paper(1, title="GRPO post-training of language models")
 OTHER = make_paper(2, title="Graph colouring bounds", abstract="We colour graphs.")
 
 
-async def intake_following(store: Store, clock: FakeClock) -> tuple[Intake, int]:
-    """An intake whose index holds one topic (ti:GRPO), followed by one channel."""
-    topic = await store.topics.create(
-        guild_id=GUILD, name="GRPO", description="", query="ti:GRPO", at=clock.now()
-    )
-    await store.follows.upsert(
-        guild_id=GUILD,
-        channel_id=CHANNEL,
-        topic_id=topic.id,
-        mode="each",
-        digest_hour=8,
-        created_by=None,
-        at=clock.now(),
-    )
-    index = TopicIndex(store, clock)
-    await index.start([])
-    return Intake(store, index, clock), topic.id
+@pytest.fixture
+async def world(store: Store, clock: FakeClock) -> AsyncIterator[World]:
+    async with services_world(store, clock) as built:
+        yield built
+
+
+async def intake_following(world: World) -> tuple[Intake, int]:
+    """The intake, with one topic (ti:GRPO) that one channel follows."""
+    topic, _ = await world.services.topics.save_custom(GUILD, "GRPO", "ti:GRPO")
+    follows = world.services.follows
+    await follows.follow(await follows.plan(GUILD, CHANNEL, "GRPO"))
+    return world.intake, topic.id
 
 
 async def test_announced_papers_are_stored_matched_and_queued_for_the_following_channels(
-    store: Store, clock: FakeClock
+    world: World,
 ) -> None:
-    intake, topic_id = await intake_following(store, clock)
+    intake, topic_id = await intake_following(world)
+    store = world.store
     report = await intake.store_papers([RL_PAPER, OTHER], announce=True)
     assert sorted(report.new) == sorted([RL_PAPER.arxiv_id, OTHER.arxiv_id]) and report.updated == []
     assert dict(report.matches) == {RL_PAPER.arxiv_id: {topic_id}} and report.queued == 1
@@ -54,16 +52,18 @@ async def test_announced_papers_are_stored_matched_and_queued_for_the_following_
     assert await store.papers.get(RL_PAPER.arxiv_id) == v2
 
 
-async def test_history_is_stored_and_matched_but_never_queued(store: Store, clock: FakeClock) -> None:
-    intake, topic_id = await intake_following(store, clock)
+async def test_history_is_stored_and_matched_but_never_queued(world: World) -> None:
+    intake, topic_id = await intake_following(world)
+    store = world.store
     report = await intake.store_papers([RL_PAPER, OTHER], announce=False)
     assert report.queued == 0 and dict(report.matches) == {RL_PAPER.arxiv_id: {topic_id}}
     assert await store.topics.latest_papers(topic_id, 10) == [RL_PAPER]
     assert await store.deliveries.counts(GUILD) == {}
 
 
-async def test_the_callers_writes_share_the_transaction(store: Store, clock: FakeClock) -> None:
-    intake, topic_id = await intake_following(store, clock)
+async def test_the_callers_writes_share_the_transaction(world: World) -> None:
+    intake, topic_id = await intake_following(world)
+    store, clock = world.store, world.clock
     window = (clock.now(), clock.now())
     await store.backfill.plan("job", [window])
 
@@ -85,8 +85,8 @@ async def test_the_callers_writes_share_the_transaction(store: Store, clock: Fak
     assert await store.papers.count() == 2 and [w.done for w in await store.backfill.windows("job")] == [True]
 
 
-async def test_a_page_without_papers_still_runs_the_callers_writes(store: Store, clock: FakeClock) -> None:
-    intake, _ = await intake_following(store, clock)
+async def test_a_page_without_papers_still_runs_the_callers_writes(world: World) -> None:
+    intake, _ = await intake_following(world)
     ran: list[bool] = []
 
     async def note() -> None:

@@ -19,20 +19,7 @@ from bot.store import Store
 from bot.topics.catalog import CatalogTopic, load_catalog
 from bot.topics.index import TopicIndex
 from bot.topics.query import QuerySyntaxError, parse_query
-from tests.factories import make_paper
-
-GRPO = make_paper(
-    1,
-    title="Group Relative Policy Optimization for math reasoning in large language models",
-    abstract="We post-train an LLM with GRPO on verifiable rewards and improve reasoning accuracy.",
-)
-ROBOT = make_paper(
-    2,
-    title="Sim-to-real transfer for legged robots",
-    abstract="We train a quadruped locomotion policy with PPO in simulation and deploy it on hardware.",
-    categories=("cs.RO",),
-    primary_category="cs.RO",
-)
+from tests.factories import GRPO, ROBOT, make_paper
 
 
 def topic_service(store: Store, clock: FakeClock) -> TopicService:

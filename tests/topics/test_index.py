@@ -19,20 +19,7 @@ from bot.store.database import bundled_migrations
 from bot.topics.catalog import find_topic, load_catalog
 from bot.topics.index import TopicIndex
 from bot.topics.query import parse_query
-from tests.factories import make_paper
-
-GRPO = make_paper(
-    1,
-    title="Group Relative Policy Optimization for math reasoning in large language models",
-    abstract="We post-train an LLM with GRPO on verifiable rewards and improve reasoning accuracy.",
-)
-ROBOT = make_paper(
-    2,
-    title="Sim-to-real transfer for legged robots",
-    abstract="We train a quadruped locomotion policy with PPO in simulation and deploy it on hardware.",
-    categories=("cs.RO",),
-    primary_category="cs.RO",
-)
+from tests.factories import GRPO, ROBOT, make_paper
 
 
 async def test_catalog_topics_match_the_stored_history_at_start(store: Store, clock: FakeClock) -> None:
