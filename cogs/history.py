@@ -15,10 +15,16 @@ from bot.app import PaperBot
 from bot.errors import PaperwatchError
 from bot.models import Paper, split_arxiv_id
 from bot.render import clip, neutralise_mentions, paper_compact_line, paper_embed, paper_view
-from bot.services.history import MAX_LATEST, MAX_SEARCH_RESULTS, SearchResult, check_latest_count
+from bot.services.history import (
+    HIGHLIGHT_END,
+    HIGHLIGHT_START,
+    MAX_LATEST,
+    MAX_SEARCH_RESULTS,
+    SearchResult,
+    check_latest_count,
+)
 from bot.services.topics import MAX_NAME_LENGTH, MAX_QUERY_LENGTH, check_query
 from bot.store import SearchHit, TopicRow
-from bot.store.search import HIGHLIGHT_END, HIGHLIGHT_START
 from cogs.common import guild_id_of, paperbot, resolve_topic, services, topic_autocomplete
 from cogs.pagination import Page, inline_text, pack_lines, send_pages
 

@@ -14,6 +14,8 @@ from bot.models import Paper
 from bot.services.topics import TopicError, TopicLimits
 from bot.sources.arxiv_api import ArxivClient
 from bot.store import SearchHit, Store, TopicRow
+from bot.store.search import HIGHLIGHT_END as HIGHLIGHT_END  # re-exported: a hit's snippet marks
+from bot.store.search import HIGHLIGHT_START as HIGHLIGHT_START
 from bot.topics.index import TopicIndex, confirmed
 from bot.topics.query import TopicQuery
 
