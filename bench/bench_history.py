@@ -20,10 +20,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.corpus import CATEGORIES, Corpus
 from bot.clock import FakeClock
-from bot.momentum import topic_momentum
+from bot.services.momentum import MomentumService
+from bot.services.topics import TopicService
 from bot.store import SqliteStore
+from bot.topics.index import TopicIndex
 from bot.topics.query import PaperText, parse_query
-from bot.topics.service import TopicService
 
 OUT = Path(__file__).resolve().parent / "out"
 NOW_SECONDS = 1_795_000_000  # a fixed "now" (late 2026): the corpus spans the year before it
@@ -64,7 +65,9 @@ async def main() -> None:
     # A topic as selective as a real one (~0.3-1% of papers): two mid-frequency words, or a rarer phrase.
     text = f'({words[150]} AND {words[300]}) OR ({words[200]} AND {words[400]}) OR ti:"{words[40]} {words[41]}"'
     query = parse_query(text)
-    service = TopicService(store, clock)
+    index = TopicIndex(store, clock)
+    service = TopicService(store, index, clock)
+    momentum = MomentumService(store, index, clock, CATEGORIES)
 
     began = time.perf_counter()
     # A new server on every run: one server may keep at most 50 topics of its own.
@@ -85,16 +88,16 @@ async def main() -> None:
 
     await store.db.execute("DELETE FROM category_day_counts")  # measure the first call with nothing cached
     began = time.perf_counter()
-    await topic_momentum(store, row, now=clock.now(), watched=CATEGORIES)
+    await momentum.topic(row)
     cold = (time.perf_counter() - began) * 1000
     timings = []
     for _ in range(args.runs):
         began = time.perf_counter()
-        await topic_momentum(store, row, now=clock.now(), watched=CATEGORIES)
+        await momentum.topic(row)
         timings.append((time.perf_counter() - began) * 1000)
     timings.sort()
     p95 = timings[int(len(timings) * 0.95) - 1]
-    result = await topic_momentum(store, row, now=clock.now(), watched=CATEGORIES)
+    result = await momentum.topic(row)
     await store.close()
 
     print(f"\nHistory: {args.papers:,} papers; topic `{text}` matches {matched:,}.")

@@ -21,6 +21,7 @@ from bot.discord_poster import DiscordPoster
 from bot.errors import ConfigError, Unreachable
 from bot.interaction_errors import on_app_command_error
 from bot.scheduler import Scheduler
+from bot.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +63,11 @@ class PaperBot(commands.Bot):
         return self._ctx
 
     @property
+    def services(self) -> Services:
+        """What the cogs call: the use cases, built once at setup."""
+        return self.ctx.services
+
+    @property
     def worker(self) -> DeliveryWorker:
         if self._worker is None:
             raise RuntimeError("the bot is not set up yet")
@@ -72,9 +78,7 @@ class PaperBot(commands.Bot):
         log.info("database %s", self.settings.database_path)
         self._ctx = await self._resources.enter_async_context(open_context(self.settings, self.clock))
         poster = DiscordPoster(self, abstract_chars=self.settings.abstract_chars)
-        self._worker = DeliveryWorker(
-            self.ctx.store, poster, self.ctx.clock, per_channel=self.settings.posts_per_channel_per_cycle
-        )
+        self._worker = self.ctx.delivery_worker(poster, per_channel=self.settings.posts_per_channel_per_cycle)
         self.tree.error(on_app_command_error)
         for name in COGS:
             await self.load_extension(name)

@@ -1,9 +1,10 @@
 """History backfill: walk submission-date windows small enough for one API page each, resumably.
 
 Windows start a day wide; a window whose totalResults exceeds one page is split in halves (down to a minute,
-then paged). Each window's papers and its "done" mark are committed together, so an interrupted backfill
-resumes at the first window not done and never stores half a window twice. An entry that holds no usable paper
-or lies outside its window is skipped, recorded under the job's key (shown by /status) and logged once.
+then paged). Each window's papers go through the intake as history (stored and matched, never posted), and
+its "done" mark is committed in the same transaction, so an interrupted backfill resumes at the first window
+not done and never stores half a window twice. An entry that holds no usable paper or lies outside its window
+is skipped, recorded under the job's key (shown by /status) and logged once.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from bot.clock import Clock
-from bot.ingest import StoredHook, store_page
+from bot.ingest import store_page
+from bot.intake import Intake
 from bot.models import Paper, SkippedEntry
 from bot.sources.arxiv_api import (
     ArxivClient,
@@ -42,7 +44,9 @@ class Progress:
         done = "1 window" if self.windows_done == 1 else f"{self.windows_done} windows"
         if self.windows_left == 0:
             return f"{self.papers_stored} papers stored · all {done} done"
-        return f"{self.papers_stored} papers stored · {done} done, {self.windows_left} left · about {eta} left"
+        return (
+            f"{self.papers_stored} papers stored · {done} done, {self.windows_left} left · about {eta} left"
+        )
 
 
 def _duration(seconds: float) -> str:
@@ -81,17 +85,17 @@ class Backfill:
         client: ArxivClient,
         clock: Clock,
         *,
+        intake: Intake,
         categories: Sequence[str],
         page_size: int = 2000,
-        on_stored: StoredHook | None = None,
         progress: Callable[[Progress], None] | None = None,
     ) -> None:
         self.store = store
         self.client = client
         self.clock = clock
+        self.intake = intake
         self.categories = tuple(categories)
         self.page_size = page_size
-        self.on_stored = on_stored
         self.progress = progress or (lambda _p: None)
         self.job = job_key(self.categories)
 
@@ -149,9 +153,10 @@ class Backfill:
         bounds = submitted_bounds(*window)
         skipped += outside_window(papers, bounds)
         papers = [p for p in papers if bounds[0] <= p.published < bounds[1]]
-        async with self.store.transaction():
-            result = await store_page(
-                self.store, self.job, papers, skipped, self.clock.now(), self.on_stored
-            )
+
+        async def mark_done() -> None:
             await self.store.backfill.mark_done(self.job, window, len(papers))
+
+        # History: stored and matched, never posted; the window is done in the same transaction.
+        result = await store_page(self.intake, self.job, papers, skipped, announce=False, also=mark_done)
         return len(result.new)

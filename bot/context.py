@@ -1,68 +1,56 @@
-"""The long-lived resources built from settings once: clock, store, the polite arXiv HTTP client, the ingestor.
+"""The composition root: the long-lived resources built from settings once (clock, store, the polite arXiv
+client, the topic index), the intake every paper is stored through, and the services built on them.
 
 The CLI and the Discord bot both build them here, so a poll from the terminal and a poll inside the bot run
-exactly the same code.
+exactly the same code. Cogs and the CLI get the services; the raw parts stay here, for the pipeline (polling,
+backfill, delivery) that this module builds.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
-
-import httpx
+from typing import Any
 
 from bot.backfill import Backfill, Progress
 from bot.clock import Clock, SystemClock
 from bot.config import Settings
-from bot.delivery import enqueue_for_new_papers
+from bot.delivery import DeliveryWorker, Poster
 from bot.ingest import Ingestor
-from bot.models import Paper, UpsertResult
-from bot.momentum import Momentum, topic_momentum
+from bot.intake import Intake
+from bot.services import Services
 from bot.sources.arxiv_api import ArxivClient
 from bot.sources.polite_http import PoliteHttp, build_http_client
-from bot.store import Store, TopicRow, open_store
-from bot.topics.catalog import load_catalog
-from bot.topics.service import TopicService
+from bot.store import Store, open_store
+from bot.topics.catalog import CatalogTopic, load_catalog
+from bot.topics.index import TopicIndex
 
 
 @dataclass
 class AppContext:
     settings: Settings
     clock: Clock
-    store: Store
-    http: httpx.AsyncClient
-    arxiv_http: PoliteHttp
-    arxiv: ArxivClient
-    topics: TopicService
+    services: Services
+    intake: Intake  # the one write path for papers (tests store papers through it too)
+    _store: Store = field(repr=False)
+    _arxiv: ArxivClient = field(repr=False)
 
-    async def on_ingested(self, result: UpsertResult, papers: Sequence[Paper]) -> None:
-        """Inside each polled page's transaction: match topics, then queue posts for followed matches."""
-        matches = await self.topics.on_stored(result, papers)
-        await enqueue_for_new_papers(self.store, self.clock, result, matches)
-
-    async def momentum(self, topic: TopicRow, weeks: int = 4) -> Momentum:
-        """A topic's momentum now; its share is of the categories its query names, else of all watched ones."""
-        return await topic_momentum(
-            self.store,
-            topic,
-            now=self.clock.now(),
-            watched=self.settings.arxiv_categories,
-            weeks=weeks,
-            topic_categories=await self.topics.stored_categories(self.topics.query(topic.id)) or (),
-        )
+    @property
+    def arxiv_requests_sent(self) -> int:
+        """Requests sent to arXiv since start (each after the polite interval)."""
+        return self._arxiv.http.requests_sent
 
     def ingestor(self) -> Ingestor:
         return Ingestor(
-            self.store,
-            self.arxiv,
+            self._store,
+            self._arxiv,
             self.clock,
+            intake=self.intake,
             categories=self.settings.arxiv_categories,
             page_size=self.settings.arxiv_page_size,
             overlap=timedelta(hours=self.settings.poll_overlap_hours),
-            on_stored=self.on_ingested,
-            on_history=self.topics.on_stored,  # the first poll of a source: match, never post
         )
 
     def backfill(
@@ -71,33 +59,37 @@ class AppContext:
         progress: Callable[[Progress], None] | None = None,
     ) -> Backfill:
         return Backfill(
-            self.store,
-            self.arxiv,
+            self._store,
+            self._arxiv,
             self.clock,
+            intake=self.intake,
             categories=categories or self.settings.arxiv_categories,
-            on_stored=self.topics.on_stored,  # history is matched, never posted
             progress=progress,
         )
 
+    def delivery_worker(self, poster: Poster, **options: Any) -> DeliveryWorker:
+        """The outbox worker posting through `poster` (options: see DeliveryWorker)."""
+        return DeliveryWorker(self._store, poster, self.clock, **options)
+
 
 @asynccontextmanager
-async def open_context(settings: Settings, clock: Clock | None = None) -> AsyncIterator[AppContext]:
+async def open_context(
+    settings: Settings, clock: Clock | None = None, *, extra_topics: Sequence[CatalogTopic] = ()
+) -> AsyncIterator[AppContext]:
+    """Everything the bot and the CLI run on; `extra_topics` join the catalog (the demo's topic)."""
     clock = clock or SystemClock()
     store = await open_store(settings.database_path, clock)
     http = build_http_client(settings.user_agent)
     polite = PoliteHttp(http, clock, min_interval=settings.arxiv_min_interval_seconds)
     try:
-        topics = TopicService(store, clock)
-        await topics.start(load_catalog())
-        yield AppContext(
-            settings,
-            clock,
-            store,
-            http,
-            polite,
-            ArxivClient(polite, settings.arxiv_api_url),
-            topics,
+        index = TopicIndex(store, clock)
+        await index.start([*load_catalog(), *extra_topics])
+        arxiv = ArxivClient(polite, settings.arxiv_api_url)
+        intake = Intake(store, index, clock)
+        services = Services.build(
+            store=store, index=index, arxiv=arxiv, intake=intake, clock=clock, settings=settings
         )
+        yield AppContext(settings, clock, services, intake, store, arxiv)
     finally:
         await http.aclose()
         await store.close()

@@ -20,8 +20,8 @@ from functools import partial
 from typing import Protocol
 
 from bot.clock import Clock
-from bot.models import Paper, UpsertResult
-from bot.store import PendingDelivery, Store, Wanted
+from bot.models import Paper, PendingDelivery, UpsertResult, Wanted
+from bot.store import Store
 
 log = logging.getLogger(__name__)
 

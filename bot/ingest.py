@@ -1,9 +1,10 @@
-"""One poll cycle: fetch the newest papers of the watched categories, store them, hand new ones on.
+"""One poll cycle: fetch the newest papers of the watched categories and hand each page to the intake.
 
 Pages are walked newest-first by submission date, from now back to the previous complete cycle's watermark
 minus an overlap window (arXiv announces papers hours to days after their submission time, so a late
-announcement carries an old date). Each page is committed in its own transaction together with whatever the
-`on_stored` hook writes (matches, deliveries). The watermark advances only when a cycle completes: after an
+announcement carries an old date). Each page goes through the intake (bot/intake.py: store, match topics,
+queue posts) in its own transaction, with the page's skipped entries. A source's first cycle is history: its
+papers are stored and matched, never posted. The watermark advances only when a cycle completes: after an
 error or a crash, the next cycle walks the same range again, and the upsert makes the repeat harmless.
 
 Nothing a page holds can stop polling: an entry that is malformed, absurd (a year-9999 date, a 20-digit
@@ -15,13 +16,14 @@ the page is stored; the watermark never passes the time of the poll. Any failure
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from bot.clock import Clock
 from bot.errors import SourceError
-from bot.models import Paper, SkippedEntry, UpsertResult
+from bot.intake import ExtraWrites, Intake, IntakeReport
+from bot.models import Paper, SkippedEntry
 from bot.sources.arxiv_api import (
     ArxivClient,
     category_query,
@@ -33,8 +35,6 @@ from bot.store import Store
 
 log = logging.getLogger(__name__)
 
-# Called inside the page's transaction with what the upsert did and the page's papers.
-StoredHook = Callable[[UpsertResult, Sequence[Paper]], Awaitable[object]]  # what it returns is ignored
 MAX_API_RESULTS = 30_000  # arXiv serves at most this many results of one query
 LOOKAHEAD = timedelta(days=1)  # the range asked for ends a day after now: clocks and time zones differ
 
@@ -68,23 +68,29 @@ def source_key(categories: Sequence[str]) -> str:
 
 
 async def store_page(
-    store: Store,
+    intake: Intake,
     source: str,
     papers: Sequence[Paper],
     skipped: Sequence[SkippedEntry],
-    at: datetime,
-    hook: StoredHook | None,
-) -> UpsertResult:
-    """One page in one transaction: its papers, what the hook writes, and its skipped entries. Each skipped
-    entry is logged the first time this source serves it, so a bad entry seen at every poll logs once."""
-    async with store.transaction():
-        result = await store.papers.upsert(papers, seen_at=at)
-        if hook is not None and papers:
-            await hook(result, papers)
-        first_seen = await store.sources.record_skipped(source, skipped, at)
+    *,
+    announce: bool,
+    also: ExtraWrites | None = None,
+) -> IntakeReport:
+    """One page through the intake, its skipped entries recorded in the same transaction (and `also`, the
+    caller's own writes). Each skipped entry is logged the first time this source serves it, so a bad entry
+    seen at every poll logs once."""
+    store = intake.store
+    first_seen: list[SkippedEntry] = []
+
+    async def record_skipped() -> None:
+        first_seen.extend(await store.sources.record_skipped(source, skipped, intake.clock.now()))
+        if also is not None:
+            await also()
+
+    report = await intake.store_papers(papers, announce=announce, also=record_skipped)
     for entry in first_seen:
         log.warning("%s: skipped entry %s: %s", source, entry.entry_id, entry.reason)
-    return result
+    return report
 
 
 class Ingestor:
@@ -94,22 +100,18 @@ class Ingestor:
         client: ArxivClient,
         clock: Clock,
         *,
+        intake: Intake,
         categories: Sequence[str],
         page_size: int = 1000,
         overlap: timedelta = timedelta(hours=120),
-        on_stored: StoredHook | None = None,
-        on_history: StoredHook | None = None,
     ) -> None:
         self.store = store
         self.client = client
         self.clock = clock
+        self.intake = intake
         self.categories = tuple(categories)
         self.page_size = page_size
         self.overlap = overlap
-        self.on_stored = on_stored
-        # A source's first cycle (no watermark yet) brings days of papers announced before anyone here could
-        # follow them: history, handed to `on_history` (match, don't post) when one is given.
-        self.on_history = on_history
         self.source = source_key(self.categories)
 
     async def poll_once(self) -> CycleReport:
@@ -125,13 +127,19 @@ class Ingestor:
             # A fault of this program or of the machine (a full disk): the traceback goes to the log, a line
             # that says where to look goes to /status.
             log.exception("poll of %s failed after %d pages", self.source, report.pages)
-            return await self._failed(report, f"internal error ({type(exc).__name__}); the log has the details")
+            return await self._failed(
+                report, f"internal error ({type(exc).__name__}); the log has the details"
+            )
         report.complete = True
         report.watermark = newest
         await self.store.sources.record_success(
             self.source, self.clock.now(), watermark=newest, papers=len(report.new)
         )
         return report
+
+    async def refuse(self, error: str) -> None:
+        """Record a cycle refused before any request (a setting missing), so /status shows why."""
+        await self.store.sources.record_failure(self.source, self.clock.now(), error)
 
     async def _failed(self, report: CycleReport, error: str) -> CycleReport:
         report.error = error
@@ -149,7 +157,9 @@ class Ingestor:
         query = f"{category_query(self.categories)} AND {submitted_range(floor, end)}"
         bounds = submitted_bounds(floor, end)
         newest = mark
-        hook = self.on_history if state.watermark is None and self.on_history is not None else self.on_stored
+        # A source's first cycle (no watermark yet) brings days of papers announced before anyone here could
+        # follow them: history, stored and matched but never posted.
+        announce = state.watermark is not None
         start = 0
         while True:
             page = await self.client.search(query, start=start, max_results=self.page_size)
@@ -158,7 +168,7 @@ class Ingestor:
             outside = outside_window(page.papers, bounds)
             papers = [p for p in page.papers if bounds[0] <= p.published < bounds[1]]
             skipped = [*page.skipped, *outside]
-            result = await store_page(self.store, self.source, papers, skipped, self.clock.now(), hook)
+            result = await store_page(self.intake, self.source, papers, skipped, announce=announce)
             report.pages += 1
             report.fetched += len(papers)
             report.skipped += len(skipped)

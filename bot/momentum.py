@@ -1,5 +1,6 @@
 """How a topic is moving: papers in a window against the window before, its share of all new papers, and a
-weekly series. Counted by v1 submission date in UTC; windows end at the last complete day."""
+weekly series. Counted by v1 submission date in UTC; windows end at the last complete day. Pure values and
+rules: bot/services/momentum.py reads the counts from the store."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
 from bot.errors import PaperwatchError
-from bot.store import Store, TopicRow
 
 _NUMBER_WORDS = (
     "zero",
@@ -149,50 +149,6 @@ def window_bounds(now: datetime, weeks: int) -> tuple[datetime, datetime, dateti
 def week_start(moment: datetime) -> datetime:
     day = moment.replace(hour=0, minute=0, second=0, microsecond=0)
     return day - timedelta(days=day.weekday())
-
-
-async def weekly_series(
-    store: Store, topic_id: int, now: datetime, weeks: int = SERIES_WEEKS
-) -> list[WeekCount]:
-    """The last `weeks` Monday-based weeks up to now, the current one partial."""
-    current = week_start(now)
-    first = current - timedelta(weeks=weeks - 1)
-    counts = [0] * weeks
-    for moment in await store.topics.match_times(topic_id, first, now + timedelta(seconds=1)):
-        index = (moment - first).days // 7
-        if 0 <= index < weeks:
-            counts[index] += 1
-    return [
-        WeekCount((first + timedelta(weeks=i)).date(), counts[i], partial=(i == weeks - 1))
-        for i in range(weeks)
-    ]
-
-
-async def topic_momentum(
-    store: Store,
-    topic: TopicRow,
-    *,
-    now: datetime,
-    watched: Sequence[str],
-    weeks: int = 4,
-    topic_categories: Sequence[str] = (),
-) -> Momentum:
-    """`topic_categories`: categories the topic's query restricts to (cat: terms); the share is then of those."""
-    check_weeks(weeks)
-    prev_start, start, end = window_bounds(now, weeks)
-    categories = tuple(topic_categories) or tuple(watched)
-    return Momentum(
-        topic=topic.name,
-        weeks=weeks,
-        window_start=start,
-        window_end=end,
-        current=await store.topics.count_matches(topic.id, start, end),
-        previous=await store.topics.count_matches(topic.id, prev_start, start),
-        all_new=await store.papers.count_in_categories(categories, start, end),
-        categories=categories,
-        name_categories=bool(topic_categories),
-        series=tuple(await weekly_series(store, topic.id, now)),
-    )
 
 
 def rank_by_growth(items: Sequence[Momentum]) -> list[Momentum]:

@@ -54,7 +54,7 @@ class Scheduler:
             except ConfigError as exc:
                 # Refused before any request; recorded as the source's error, so /status shows it too.
                 log.error("poll not run: %s", exc)
-                await self.ctx.store.sources.record_failure(ingestor.source, self.ctx.clock.now(), str(exc))
+                await ingestor.refuse(str(exc))
                 return
             report = await ingestor.poll_once()
             retry = "" if report.complete else f"; next poll in {self.ctx.settings.poll_interval_minutes} min"

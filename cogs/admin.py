@@ -10,10 +10,10 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.app import PaperBot
+from bot.models import Follow, SkippedSummary, SourceState
 from bot.render import FIELD_VALUE_LIMIT, clip
-from bot.store import Follow, SourceState
-from bot.store.sources import SkippedSummary
-from cogs.common import guild_id_of, paperbot
+from bot.services.status import Status
+from cogs.common import guild_id_of, services
 from cogs.follow import fit_lines, safe_name
 
 ERROR_CHARS = 200
@@ -96,28 +96,17 @@ def broken_lines(broken: Sequence[Follow]) -> list[str]:
     ]
 
 
-def status_embed(
-    *,
-    sources: Sequence[SourceState],
-    papers: int,
-    counts: Mapping[str, int],
-    broken: Sequence[Follow],
-    now: datetime,
-    interval: timedelta,
-    skipped_elsewhere: Sequence[SkippedSummary] = (),
-) -> discord.Embed:
-    failing = any(s.last_error for s in sources) or bool(broken)
+def status_embed(status: Status) -> discord.Embed:
+    broken = status.broken
+    failing = any(s.last_error for s in status.sources) or bool(broken)
     embed = discord.Embed(
         title="paperwatch status",
         colour=discord.Colour.orange() if failing else discord.Colour.green(),
     )
-    embed.add_field(
-        name="arXiv polling",
-        value=fit_lines(source_lines(sources, now, interval, skipped_elsewhere), FIELD_VALUE_LIMIT),
-        inline=False,
-    )
-    embed.add_field(name="Papers stored", value=f"{papers:,}", inline=True)
-    embed.add_field(name="Posts in this server", value=deliveries_text(counts), inline=True)
+    lines = source_lines(status.sources, status.now, status.poll_interval, status.skipped_elsewhere)
+    embed.add_field(name="arXiv polling", value=fit_lines(lines, FIELD_VALUE_LIMIT), inline=False)
+    embed.add_field(name="Papers stored", value=f"{status.papers:,}", inline=True)
+    embed.add_field(name="Posts in this server", value=deliveries_text(status.deliveries), inline=True)
     if broken:
         # The fix comes first so a long list cannot push it out of the field.
         room = FIELD_VALUE_LIMIT - len(FIX_BROKEN) - 1
@@ -140,19 +129,8 @@ class AdminCog(commands.Cog):
     )
     @app_commands.guild_only()
     async def status(self, interaction: discord.Interaction) -> None:
-        bot = paperbot(interaction)
-        guild_id = guild_id_of(interaction)
-        store = bot.ctx.store
-        embed = status_embed(
-            sources=await store.sources.all(),
-            papers=await store.papers.count(),
-            counts=await store.deliveries.counts(guild_id),
-            broken=[f for f in await store.follows.for_guild(guild_id) if f.broken],
-            now=bot.ctx.clock.now(),
-            interval=timedelta(minutes=bot.ctx.settings.poll_interval_minutes),
-            skipped_elsewhere=await store.sources.skipped_elsewhere(),
-        )
-        await interaction.response.send_message(embed=embed, ephemeral=True)
+        status = await services(interaction).status.of_server(guild_id_of(interaction))
+        await interaction.response.send_message(embed=status_embed(status), ephemeral=True)
 
 
 async def setup(bot: PaperBot) -> None:

@@ -1,4 +1,4 @@
-"""Pieces every cog shares: topic autocomplete and lookup, scoped to the server asking."""
+"""Pieces every cog shares: the services, the server asking, topic lookup and autocomplete scoped to it."""
 
 from __future__ import annotations
 
@@ -8,25 +8,19 @@ import discord
 from discord import app_commands
 
 from bot.errors import PaperwatchError
-from bot.store import TopicRow
-from bot.store.topics import fold_name
+from bot.models import TopicRow
+from bot.services import Services
 
 if TYPE_CHECKING:
     from bot.app import PaperBot
 
-MAX_CHOICES = 25  # Discord's limit for autocomplete
-
-
-class UnknownTopic(PaperwatchError):
-    def __init__(self, name: str) -> None:
-        super().__init__(
-            f"There is no topic named “{name[:80]}”. Start typing and pick one from the list, or create your own "
-            "with /follow topic:<new name> query:<arXiv query>."
-        )
-
 
 def paperbot(interaction: discord.Interaction) -> PaperBot:
     return interaction.client  # type: ignore[return-value]
+
+
+def services(interaction: discord.Interaction) -> Services:
+    return paperbot(interaction).services
 
 
 def guild_id_of(interaction: discord.Interaction) -> int:
@@ -35,12 +29,9 @@ def guild_id_of(interaction: discord.Interaction) -> int:
     return interaction.guild_id
 
 
-async def resolve_topic(bot: PaperBot, guild_id: int, name: str) -> TopicRow:
+async def resolve_topic(interaction: discord.Interaction, name: str) -> TopicRow:
     """The server's own topic of that name or slug, else the catalog's; UnknownTopic otherwise."""
-    topic = await bot.ctx.topics.find(guild_id, name)
-    if topic is None:
-        raise UnknownTopic(name)
-    return topic
+    return await services(interaction).topics.resolve(guild_id_of(interaction), name)
 
 
 async def topic_autocomplete(
@@ -50,14 +41,5 @@ async def topic_autocomplete(
     what was typed first by where it appears."""
     if interaction.guild_id is None:
         return []
-    topics = await paperbot(interaction).ctx.topics.visible_to(interaction.guild_id)
-    typed = fold_name(current)
-    scored = []
-    for topic in topics:
-        where = fold_name(topic.name).find(typed) if typed else 0
-        if where < 0 and typed in topic.slug:
-            where = 100
-        if where >= 0:
-            scored.append((where, not topic.is_catalog, topic.name))
-    scored.sort()
-    return [app_commands.Choice(name=name[:100], value=name[:100]) for _, _, name in scored[:MAX_CHOICES]]
+    names = await services(interaction).topics.suggest(interaction.guild_id, current)
+    return [app_commands.Choice(name=name[:100], value=name[:100]) for name in names]

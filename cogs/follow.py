@@ -11,18 +11,16 @@ from discord.ext import commands
 
 from bot.app import PaperBot
 from bot.errors import PaperwatchError
-from bot.models import Paper
+from bot.models import Follow, Mode, Paper, TopicRow
 from bot.momentum import Momentum
 from bot.render import DESCRIPTION_LIMIT, TITLE_LIMIT, clip, neutralise_mentions, paper_compact_line
-from bot.store import Follow, Mode, TopicRow
-from bot.topics.query import MAX_QUERY_LENGTH, parse_query
-from bot.topics.service import MAX_NAME_LENGTH, TopicError, TopicPlan
-from cogs.common import guild_id_of, paperbot, resolve_topic, topic_autocomplete
+from bot.services.follows import DEFAULT_DIGEST_HOUR, Followed, UnfollowPlan
+from bot.services.topics import MAX_NAME_LENGTH, MAX_QUERY_LENGTH
+from cogs.common import guild_id_of, services, topic_autocomplete
 
 CONTENT_LIMIT = 2000
 PREVIEW_PAPERS = 3
 MENTIONS_SHOWN = 10
-DEFAULT_DIGEST_HOUR = 8
 
 FollowTarget = discord.TextChannel | discord.ForumChannel
 
@@ -152,14 +150,13 @@ def require_may_manage(member: discord.Member, channels: Sequence[discord.abc.Gu
 
 
 def require_may_change_topic(
-    member: discord.Member, topic: TopicRow, follows: Sequence[Follow], guild: discord.Guild
+    member: discord.Member, topic: TopicRow, following: Sequence[int], guild: discord.Guild
 ) -> None:
     """A topic's query decides what every channel following it receives: changing it needs Manage Server,
-    or Manage Channels on each of those channels."""
-    channels = [guild.get_channel(f.channel_id) for f in follows if f.topic_id == topic.id]
-    if all(may_manage(member, c) for c in channels):
+    or Manage Channels on each of those channels (`following`: their ids)."""
+    if all(may_manage(member, guild.get_channel(c)) for c in following):
         return
-    where = mentions_text([f.channel_id for f in follows if f.topic_id == topic.id])
+    where = mentions_text(following)
     raise PaperwatchError(
         f"**{safe_name(topic.name)}** is followed in {where}: its query decides what each of them receives, so "
         "changing it needs the Manage Server permission, or Manage Channels on every one of those channels. "
@@ -182,31 +179,6 @@ def require_bot_may_post(channel: FollowTarget) -> None:
             f"Give {me} the {human_join(missing)} {noun} in {channel.mention} "
             "(channel settings → Permissions), then run /follow again."
         )
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Topic and input checks (all before deferring, so a mistake gets a private answer)
-
-
-def clean_name(topic: str) -> str:
-    name = " ".join(topic.split())
-    if not name or len(name) > MAX_NAME_LENGTH:
-        raise TopicError(f"A topic name needs 1 to {MAX_NAME_LENGTH} characters.")
-    return name
-
-
-def check_query(query: str) -> None:
-    if len(query) > MAX_QUERY_LENGTH:
-        raise PaperwatchError(
-            f"A query is at most {MAX_QUERY_LENGTH} characters; this one has {len(query)}. "
-            "Shorten it, e.g. by dropping rare synonyms."
-        )
-    parse_query(query)  # QuerySyntaxError carries the position; the error handler draws the caret
-
-
-def check_digest_hour(hour: int) -> None:
-    if not 0 <= hour <= 23:
-        raise PaperwatchError("digest_hour is an hour of the day in UTC, 0 to 23.")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -308,48 +280,35 @@ class FollowCog(commands.Cog):
         mode: Literal["each", "digest"] = "each",
         digest_hour: app_commands.Range[int, 0, 23] = DEFAULT_DIGEST_HOUR,
     ) -> None:
-        bot = paperbot(interaction)
-        guild_id = guild_id_of(interaction)
+        use = services(interaction)
         target = target_channel(interaction, channel)
-        require_may_manage(_member(interaction), [target])
+        member = _member(interaction)
+        require_may_manage(member, [target])
         require_bot_may_post(target)
-        check_digest_hour(digest_hour)
-        name = clean_name(topic)
-        plan: TopicPlan | None = None
-        if query is None:
-            row = await resolve_topic(bot, guild_id, name)
-        else:
-            check_query(query)
-            plan = await bot.ctx.topics.plan_custom(guild_id, name, query)
-            if plan.current is not None and plan.changes_query:
-                guild = interaction.guild
-                assert guild is not None  # guild_only
-                follows = await bot.ctx.store.follows.for_guild(guild_id)
-                require_may_change_topic(_member(interaction), plan.current, follows, guild)
-        await interaction.response.defer(thinking=True)  # history matching and momentum take a while
-
-        topic_note = None
-        if plan is not None:
-            row, matched = await bot.ctx.topics.save(plan)
-            topic_note = _topic_note(row, plan, matched)
-        store = bot.ctx.store
-        followed, is_new = await store.follows.upsert(
-            guild_id=guild_id,
-            channel_id=target.id,
-            topic_id=row.id,
+        # Every input is checked before deferring, so a mistake gets a private answer.
+        plan = await use.follows.plan(
+            guild_id_of(interaction),
+            target.id,
+            topic,
+            query=query,
             mode=mode,
             digest_hour=digest_hour,
             created_by=interaction.user.id,
-            at=bot.ctx.clock.now(),
         )
+        changed = plan.changed_topic
+        if changed is not None:
+            require_may_change_topic(member, changed, plan.guarded, target.guild)
+        await interaction.response.defer(thinking=True)  # history matching and momentum take a while
+
+        done = await use.follows.follow(plan)
         text = follow_message(
-            topic=row,
+            topic=done.topic,
             channel=target,
-            follow=followed,
-            is_new=is_new,
-            topic_note=topic_note,
-            momentum=await bot.ctx.momentum(row),
-            latest=await store.topics.latest_papers(row.id, PREVIEW_PAPERS),
+            follow=done.follow,
+            is_new=done.is_new,
+            topic_note=_topic_note(done),
+            momentum=await use.momentum.topic(done.topic),
+            latest=await use.history.latest(done.topic, PREVIEW_PAPERS),
         )
         await interaction.followup.send(text)
 
@@ -365,44 +324,43 @@ class FollowCog(commands.Cog):
         topic: app_commands.Range[str, 1, MAX_NAME_LENGTH],
         channel: ChannelOption | None = None,
     ) -> None:
-        bot = paperbot(interaction)
-        guild_id = guild_id_of(interaction)
         if channel is not None:
             target_channel(interaction, channel)
-        row = await resolve_topic(bot, guild_id, topic)
-        in_server = [f for f in await bot.ctx.store.follows.for_guild(guild_id) if f.topic_id == row.id]
-        follows = [f for f in in_server if channel is None or f.channel_id == channel.id]
-        name = safe_name(row.name)
-        if not in_server and channel is None and not row.is_catalog:
-            await self._delete_topic(interaction, row)
+        plan = await services(interaction).follows.plan_unfollow(
+            guild_id_of(interaction), topic, channel.id if channel is not None else None
+        )
+        if plan.deletes_topic:
+            await self._delete_topic(interaction, plan)
             return
-        if not follows:
+        name = safe_name(plan.topic.name)
+        ending = plan.ending
+        if not ending:
             where = channel.mention if channel is not None else "this server"
             raise PaperwatchError(
                 f"**{name}** is not followed in {where}. /topics lists what this server follows."
             )
         guild = interaction.guild
         assert guild is not None  # guild_only
-        require_may_manage(_member(interaction), [guild.get_channel(f.channel_id) for f in follows])
-        removed = await bot.ctx.store.follows.remove(guild_id, row.id, channel.id if channel else None)
+        require_may_manage(_member(interaction), [guild.get_channel(f.channel_id) for f in ending])
+        removed = await services(interaction).follows.unfollow(plan)
         noun = "channel" if removed == 1 else "channels"
-        channels = mentions_text([f.channel_id for f in follows])
+        channels = mentions_text([f.channel_id for f in ending])
         text = f"Unfollowed **{name}** in {removed} {noun} ({channels}): no more posts of it there."
-        if not row.is_catalog and len(follows) == len(in_server):
+        if not plan.topic.is_catalog and plan.ends_every_follow:
             text += (
                 f" **{name}** stays this server's topic for /latest, /search and /momentum; "
                 "/unfollow it again to delete it."
             )
         await interaction.response.send_message(text)
 
-    async def _delete_topic(self, interaction: discord.Interaction, topic: TopicRow) -> None:
+    async def _delete_topic(self, interaction: discord.Interaction, plan: UnfollowPlan) -> None:
         """A server's own topic that no channel follows: deleted, by someone who may manage the server."""
-        name = safe_name(topic.name)
+        name = safe_name(plan.topic.name)
         if not _member(interaction).guild_permissions.manage_guild:
             raise PaperwatchError(
                 f"No channel follows **{name}**. Deleting this server's topic needs the Manage Server permission."
             )
-        await paperbot(interaction).ctx.topics.delete_custom(topic)
+        await services(interaction).follows.delete_topic(plan)
         await interaction.response.send_message(
             f"Deleted this server's topic **{name}**: no channel followed it. "
             "Create it again with /follow topic:<name> query:<arXiv query>."
@@ -411,9 +369,7 @@ class FollowCog(commands.Cog):
     @app_commands.command(name="topics", description="What this server follows, where, and how it is going")
     @app_commands.guild_only()
     async def topics(self, interaction: discord.Interaction) -> None:
-        bot = paperbot(interaction)
-        guild_id = guild_id_of(interaction)
-        follows = await bot.ctx.store.follows.for_guild(guild_id)
+        follows = await services(interaction).follows.in_server(guild_id_of(interaction))
         if not follows:
             await interaction.response.send_message(NO_FOLLOWS, ephemeral=True)
             return
@@ -421,12 +377,14 @@ class FollowCog(commands.Cog):
         await interaction.response.send_message(embed=topics_embed(guild_name, follows), ephemeral=True)
 
 
-def _topic_note(row: TopicRow, plan: TopicPlan, matched: int) -> str | None:
-    papers = "1 stored paper matches" if matched == 1 else f"{matched:,} stored papers match"
-    if plan.current is None:
-        return f"Created this server's topic **{safe_name(row.name)}**: {papers}."
-    if plan.changes_query:
-        return f"Changed the query of **{safe_name(row.name)}**; its history was matched again: {papers}."
+def _topic_note(done: Followed) -> str | None:
+    papers = "1 stored paper matches" if done.matched == 1 else f"{done.matched:,} stored papers match"
+    if done.created_topic:
+        return f"Created this server's topic **{safe_name(done.topic.name)}**: {papers}."
+    if done.changed_query:
+        return (
+            f"Changed the query of **{safe_name(done.topic.name)}**; its history was matched again: {papers}."
+        )
     return None
 
 

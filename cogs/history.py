@@ -12,19 +12,22 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.app import PaperBot
-from bot.context import AppContext
-from bot.errors import PaperwatchError, SourceError
-from bot.models import Paper, split_arxiv_id
+from bot.errors import PaperwatchError
+from bot.models import Paper, SearchHit, TopicRow, split_arxiv_id
 from bot.render import clip, neutralise_mentions, paper_compact_line, paper_embed, paper_view
-from bot.store import SearchHit, TopicRow
-from bot.store.search import HIGHLIGHT_END, HIGHLIGHT_START
-from bot.topics.query import MAX_QUERY_LENGTH, parse_query
-from bot.topics.service import MAX_LATEST, MAX_NAME_LENGTH, SearchResult, check_latest_count
-from cogs.common import guild_id_of, paperbot, resolve_topic, topic_autocomplete
+from bot.services.history import (
+    HIGHLIGHT_END,
+    HIGHLIGHT_START,
+    MAX_LATEST,
+    MAX_SEARCH_RESULTS,
+    SearchResult,
+    check_latest_count,
+)
+from bot.services.topics import MAX_NAME_LENGTH, MAX_QUERY_LENGTH, check_query
+from cogs.common import guild_id_of, paperbot, resolve_topic, services, topic_autocomplete
 from cogs.pagination import Page, inline_text, pack_lines, send_pages
 
 PER_PAGE = 5
-MAX_SEARCH_RESULTS = 50
 SNIPPET_LIMIT = 320  # characters of a highlighted snippet as shown, after escaping
 MAX_ID_LENGTH = 200  # an id or an arxiv.org URL
 SHOWN_INPUT = 100  # how much of a user's own input an answer repeats
@@ -178,37 +181,6 @@ def latest_pages(topic: TopicRow, papers: Sequence[Paper], asked: int) -> list[P
     return [Page(content=text) for text in pack_lines(header, entries, per_page=PER_PAGE)]
 
 
-async def fetch_and_store(ctx: AppContext, arxiv_id: str) -> Paper:
-    """A paper not stored yet, from arXiv: stored and matched to topics (not posted: nobody follows a
-    paper someone looked up by hand)."""
-    try:
-        papers = await ctx.arxiv.fetch_ids([arxiv_id])
-    except SourceError as exc:
-        raise PaperwatchError(
-            f"arXiv did not answer for {arxiv_id} just now. Please try again in a few minutes."
-        ) from exc
-    paper = next((p for p in papers if p.arxiv_id == arxiv_id), None)
-    if paper is None:
-        raise PaperwatchError(
-            f"arXiv has no paper {arxiv_id}. Check the id, e.g. on https://arxiv.org/abs/{arxiv_id}."
-        )
-    async with ctx.store.transaction():
-        result = await ctx.store.papers.upsert([paper], seen_at=ctx.clock.now())
-        await ctx.topics.on_stored(result, [paper])
-    return paper
-
-
-async def matched_topic_names(ctx: AppContext, guild_id: int, paper: Paper) -> list[str]:
-    """Names of the topics this server can see (catalog and its own) that the paper matches; never
-    another server's topics."""
-    names = []
-    for topic in await ctx.topics.visible_to(guild_id):
-        query = ctx.topics.queries.get(topic.id)
-        if query is not None and query.matches(paper):
-            names.append(topic.name)
-    return names
-
-
 class HistoryCog(commands.Cog):
     def __init__(self, bot: PaperBot) -> None:
         self.bot = bot
@@ -223,11 +195,10 @@ class HistoryCog(commands.Cog):
         topic: app_commands.Range[str, 1, MAX_NAME_LENGTH],
         count: app_commands.Range[int, 1, MAX_LATEST] = 5,
     ) -> None:
-        bot = paperbot(interaction)
         check_latest_count(count)  # before deferring, so the answer is private
-        row = await resolve_topic(bot, guild_id_of(interaction), topic)
+        row = await resolve_topic(interaction, topic)
         await interaction.response.defer(thinking=True)
-        papers = await bot.ctx.topics.latest(row.id, count)
+        papers = await services(interaction).history.latest(row, count)
         await send_pages(interaction, latest_pages(row, papers, count))
 
     @app_commands.command(name="search", description="Search the stored papers with an arXiv-style query")
@@ -245,15 +216,12 @@ class HistoryCog(commands.Cog):
         topic: app_commands.Range[str, 1, MAX_NAME_LENGTH] | None = None,
         since: app_commands.Range[str, 1, 20] | None = None,
     ) -> None:
-        bot = paperbot(interaction)
         # Every input is checked before deferring, so a mistake gets a private answer.
-        parsed = parse_query(query)
+        parsed = check_query(query)
         since_at = parse_since(since)
-        row = await resolve_topic(bot, guild_id_of(interaction), topic) if topic is not None else None
+        row = await resolve_topic(interaction, topic) if topic is not None else None
         await interaction.response.defer(thinking=True)
-        result = await bot.ctx.topics.search(
-            parsed, topic_id=row.id if row else None, since=since_at, want=MAX_SEARCH_RESULTS
-        )
+        result = await services(interaction).history.search(parsed, topic=row, since=since_at)
         await send_pages(interaction, search_pages(query, result, row, since_at))
 
     @app_commands.command(name="paper", description="Show one paper's card, by arXiv id or link")
@@ -265,18 +233,19 @@ class HistoryCog(commands.Cog):
     async def paper(
         self, interaction: discord.Interaction, paper_id: app_commands.Range[str, 1, MAX_ID_LENGTH]
     ) -> None:
-        ctx = paperbot(interaction).ctx
+        history = services(interaction).history
         guild_id = guild_id_of(interaction)
         try:
             arxiv_id, _version = split_arxiv_id(paper_id)
         except ValueError:
             raise InvalidPaperId(paper_id) from None
-        paper = await ctx.store.papers.get(arxiv_id)
+        paper = await history.stored(arxiv_id)
         if paper is None:
             await interaction.response.defer(thinking=True)  # arXiv asks for seconds between requests
-            paper = await fetch_and_store(ctx, arxiv_id)
-        topics = await matched_topic_names(ctx, guild_id, paper)
-        embed = paper_embed(paper, topics=topics, abstract_chars=ctx.settings.abstract_chars)
+            paper = await history.fetch(arxiv_id)
+        topics = await history.topic_names(guild_id, paper)
+        abstract_chars = paperbot(interaction).settings.abstract_chars
+        embed = paper_embed(paper, topics=topics, abstract_chars=abstract_chars)
         if interaction.response.is_done():
             await interaction.followup.send(embed=embed, view=paper_view(paper))
         else:

@@ -12,11 +12,11 @@ from discord.ext import commands
 
 from bot.app import PaperBot
 from bot.charts import weekly_chart
-from bot.momentum import MAX_WEEKS, Momentum, check_weeks, rank_by_growth
+from bot.models import TopicRow
+from bot.momentum import MAX_WEEKS, Momentum, check_weeks
 from bot.render import TITLE_LIMIT, clip, neutralise_mentions
-from bot.store import TopicRow
-from bot.topics.service import MAX_NAME_LENGTH
-from cogs.common import guild_id_of, paperbot, resolve_topic, topic_autocomplete
+from bot.services.topics import MAX_NAME_LENGTH
+from cogs.common import guild_id_of, resolve_topic, services, topic_autocomplete
 from cogs.pagination import DESCRIPTION_LIMIT, Page, inline_text, pack_lines, send_pages
 
 CHART_FILE = "momentum.png"
@@ -107,34 +107,28 @@ class MomentumCog(commands.Cog):
         topic: app_commands.Range[str, 1, MAX_NAME_LENGTH] | None = None,
         weeks: app_commands.Range[int, 1, MAX_WEEKS] = 4,
     ) -> None:
-        bot = paperbot(interaction)
         guild_id = guild_id_of(interaction)
         check_weeks(weeks)  # Discord's range is a hint to clients; checked here, before deferring
         if topic is not None:
             # Resolved before deferring, so a wrong name gets a private answer.
-            row = await resolve_topic(bot, guild_id, topic)
+            row = await resolve_topic(interaction, topic)
             await interaction.response.defer(thinking=True)
             await self._one_topic(interaction, row, weeks)
         else:
             await self._ranking(interaction, guild_id, weeks)
 
     async def _one_topic(self, interaction: discord.Interaction, topic: TopicRow, weeks: int) -> None:
-        m = await paperbot(interaction).ctx.momentum(topic, weeks)
+        m = await services(interaction).momentum.topic(topic, weeks)
         await interaction.followup.send(embed=topic_embed(m), file=await chart_file(m))
 
     async def _ranking(self, interaction: discord.Interaction, guild_id: int, weeks: int) -> None:
-        ctx = paperbot(interaction).ctx
-        topic_ids = list(dict.fromkeys(f.topic_id for f in await ctx.store.follows.for_guild(guild_id)))
-        if not topic_ids:
+        use = services(interaction)
+        followed = await use.topics.followed_in(guild_id)
+        if not followed:
             await interaction.response.send_message(NOTHING_FOLLOWED, ephemeral=True)
             return
         await interaction.response.defer(thinking=True)
-        momenta = []
-        for topic_id in topic_ids:
-            row = await ctx.store.topics.get(topic_id)
-            if row is not None:  # deleted between the two reads
-                momenta.append(await ctx.momentum(row, weeks))
-        await send_pages(interaction, ranking_pages(rank_by_growth(momenta), weeks))
+        await send_pages(interaction, ranking_pages(await use.momentum.ranking(followed, weeks), weeks))
 
 
 async def setup(bot: PaperBot) -> None:

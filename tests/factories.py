@@ -25,3 +25,18 @@ def make_paper(n: int = 1, **fields: Any) -> Paper:
     }
     values.update(fields)
     return Paper(**values)
+
+
+# Two papers of clearly different fields: one for the RL topics, one for robotics (a category of its own).
+GRPO = make_paper(
+    1,
+    title="Group Relative Policy Optimization for math reasoning in large language models",
+    abstract="We post-train an LLM with GRPO on verifiable rewards and improve reasoning accuracy.",
+)
+ROBOT = make_paper(
+    2,
+    title="Sim-to-real transfer for legged robots",
+    abstract="We train a quadruped locomotion policy with PPO in simulation and deploy it on hardware.",
+    categories=("cs.RO",),
+    primary_category="cs.RO",
+)

@@ -10,6 +10,7 @@ from typing import Any
 from bot.app import PaperBot
 from bot.clock import Clock
 from bot.config import Settings
+from bot.store import Store
 from tests.fakes.arxiv_server import FakeArxiv
 from tests.fakes.discord_server import FakeDiscord, running_client
 
@@ -49,3 +50,9 @@ async def running_paperbot(
     )
     async with running_client(discord, bot):
         yield bot
+
+
+def store_of(bot: PaperBot) -> Store:
+    """The running bot's own store, which it hands to no cog: for a test that sets up a state no command can
+    make (more topics than a server may create, a catalog a later release brings) or reads one none shows."""
+    return bot.ctx._store

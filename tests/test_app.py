@@ -27,7 +27,7 @@ async def test_starts_with_catalog_and_commands(tmp_path: Path, fakes: tuple[Fak
     discord.add_text_channel(guild, "papers")
     async with running_paperbot(tmp_path, discord, arxiv) as bot:
         assert bot.allowed_mentions is not None and not bot.allowed_mentions.everyone
-        assert len(await bot.ctx.store.topics.all()) >= 40
+        assert len(await bot.services.topics.visible_to(0)) >= 40
         assert set(bot.cogs) == {"FollowCog", "MomentumCog", "HistoryCog", "AdminCog"}
     assert discord.violations == []
 
@@ -65,7 +65,7 @@ async def test_the_poll_job_refuses_to_poll_arxiv_without_a_real_contact(
     ) as bot:
         scheduler = Scheduler(bot.ctx, bot.worker)
         await scheduler.poll()  # the job the bot runs at start and every POLL_INTERVAL_MINUTES
-        [state] = await bot.ctx.store.sources.all()  # what /status shows
+        [state] = (await bot.services.status.of_server(0)).sources  # what /status shows
     assert state.last_error is not None and state.last_error.startswith(
         "ARXIV_CONTACT is not set: arXiv asks"
     )
@@ -73,4 +73,4 @@ async def test_the_poll_job_refuses_to_poll_arxiv_without_a_real_contact(
     assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == [
         f"poll not run: {state.last_error}"
     ]
-    assert bot.ctx.arxiv_http.requests_sent == 0
+    assert bot.ctx.arxiv_requests_sent == 0

@@ -12,9 +12,11 @@ import pytest
 from bot.backfill import Backfill, Progress, day_windows, split_window
 from bot.clock import FakeClock
 from bot.errors import ArxivUnavailable
+from bot.intake import Intake
 from bot.sources.arxiv_api import ArxivClient
 from bot.sources.polite_http import PoliteHttp, build_http_client
 from bot.store import Store
+from bot.topics.index import TopicIndex
 from tests.factories import make_paper
 from tests.fakes.arxiv_server import FakeArxiv, RecordedRequest
 from tests.fakes.atom import RawEntry, entry_xml, hostile_entry
@@ -47,7 +49,10 @@ def backfill(
     page_size: int = 2000,
 ) -> Backfill:
     client = ArxivClient(PoliteHttp(http, clock, min_interval=3.0, max_tries=2), arxiv.url)
-    return Backfill(store, client, clock, categories=CATS, page_size=page_size, progress=progress.append)
+    intake = Intake(store, TopicIndex(store, clock), clock)
+    return Backfill(
+        store, client, clock, intake=intake, categories=CATS, page_size=page_size, progress=progress.append
+    )
 
 
 def test_windows_cover_each_minute_once() -> None:

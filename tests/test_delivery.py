@@ -279,7 +279,7 @@ async def test_unfollow_drops_pending_posts_not_wanted_by_another_follow(
 
 
 def test_more_papers_text_groups_by_topic() -> None:
-    from bot.store import PendingDelivery
+    from bot.models import PendingDelivery
 
     def pending(topics: tuple[str, ...]) -> PendingDelivery:
         return PendingDelivery(1, GUILD, CHANNEL, "each", "pending", 0, make_paper(1), topics)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 
 import httpx
@@ -13,13 +14,16 @@ import pytest
 
 from bot.clock import FakeClock
 from bot.ingest import Ingestor
-from bot.models import Author, Paper, UpsertResult
+from bot.intake import ExtraWrites, Intake, IntakeReport
+from bot.models import Author, Paper
 from bot.sources.arxiv_api import ArxivClient
 from bot.sources.polite_http import PoliteHttp, build_http_client
 from bot.store import Store
+from bot.topics.index import TopicIndex
 from tests.factories import make_paper
 from tests.fakes.arxiv_server import FakeArxiv, RecordedRequest
 from tests.fakes.atom import HOSTILE_ENTRIES, HOSTILE_ID, RawEntry, entry_xml, hostile_entry
+from tests.services.world import services_world
 
 CATS = ("cs.AI", "cs.LG")
 
@@ -46,10 +50,45 @@ async def http() -> AsyncIterator[httpx.AsyncClient]:
 
 
 def make_ingestor(
-    store: Store, arxiv: FakeArxiv, http: httpx.AsyncClient, clock: FakeClock, **options: object
+    store: Store,
+    arxiv: FakeArxiv,
+    http: httpx.AsyncClient,
+    clock: FakeClock,
+    intake: Intake | None = None,
+    **options: object,
 ) -> Ingestor:
     polite = PoliteHttp(http, clock, min_interval=3.0, max_tries=3)
-    return Ingestor(store, ArxivClient(polite, arxiv.url), clock, categories=CATS, **options)  # type: ignore[arg-type]
+    intake = intake or Intake(store, TopicIndex(store, clock), clock)
+    return Ingestor(store, ArxivClient(polite, arxiv.url), clock, intake=intake, categories=CATS, **options)  # type: ignore[arg-type]
+
+
+@asynccontextmanager
+async def following_rl(store: Store, clock: FakeClock) -> AsyncIterator[tuple[Intake, int]]:
+    """The intake, with a topic every corpus paper matches, followed by a channel of server 1."""
+    async with services_world(store, clock) as world:
+        topic, _ = await world.services.topics.save_custom(1, "RL", "ti:reinforcement")
+        follows = world.services.follows
+        await follows.follow(await follows.plan(1, 10, "RL"))
+        yield world.intake, topic.id
+
+
+class CrashingIntake(Intake):
+    """A process that dies inside the transaction of its second page, after the page's writes."""
+
+    pages = 0
+
+    async def store_papers(
+        self, papers: Sequence[Paper], *, announce: bool, also: ExtraWrites | None = None
+    ) -> IntakeReport:
+        self.pages += 1
+
+        async def then_die() -> None:
+            if also is not None:
+                await also()
+            if self.pages == 2:
+                raise RuntimeError("process died here")
+
+        return await super().store_papers(papers, announce=announce, also=then_die)
 
 
 def api_requests(arxiv: FakeArxiv) -> list[dict[str, str]]:
@@ -178,28 +217,24 @@ async def test_crash_between_fetch_and_commit_then_catch_up(
     store: Store, arxiv: FakeArxiv, http, clock: FakeClock
 ) -> None:
     arxiv.papers = corpus(clock, 25)
-    calls: list[int] = []
+    async with following_rl(store, clock) as (intake, topic_id):
+        crashing = CrashingIntake(store, intake.index, clock)
+        failed = await make_ingestor(store, arxiv, http, clock, crashing, page_size=10).poll_once()
+        # recorded and reported, not raised: polling goes on
+        assert (
+            not failed.complete and failed.error == "internal error (RuntimeError); the log has the details"
+        )
+        assert await store.papers.count() == 10  # the second page's papers and matches were rolled back
+        assert len(await store.topics.latest_papers(topic_id, 50)) == 10
+        state = await store.sources.get(failed.source)
+        assert (
+            state.watermark is None and state.last_error == failed.error and state.consecutive_failures == 1
+        )
 
-    async def crash_on_second_page(result: UpsertResult, papers: Sequence[Paper]) -> None:
-        calls.append(len(papers))
-        if len(calls) == 2:
-            raise RuntimeError("process died here")
-
-    crashing = make_ingestor(store, arxiv, http, clock, page_size=10, on_stored=crash_on_second_page)
-    failed = await crashing.poll_once()  # recorded and reported, not raised: polling goes on
-    assert not failed.complete and failed.error == "internal error (RuntimeError); the log has the details"
-    assert await store.papers.count() == 10
-    state = await store.sources.get(crashing.source)
-    assert state.watermark is None and state.last_error == failed.error and state.consecutive_failures == 1
-
-    seen: list[str] = []
-
-    async def record(result: UpsertResult, papers: Sequence[Paper]) -> None:
-        seen.extend(result.new)
-
-    report = await make_ingestor(store, arxiv, http, clock, page_size=10, on_stored=record).poll_once()
-    assert report.complete and await store.papers.count() == 25
-    assert len(seen) == 15 and len(set(seen)) == 15  # each missing paper handed on exactly once
+        report = await make_ingestor(store, arxiv, http, clock, intake, page_size=10).poll_once()
+        assert report.complete and await store.papers.count() == 25
+        assert len(report.new) == 15 and len(set(report.new)) == 15  # each missing paper stored exactly once
+        assert len(await store.topics.latest_papers(topic_id, 50)) == 25  # and matched
 
 
 async def test_requests_respect_min_interval(store: Store, arxiv: FakeArxiv, http, clock: FakeClock) -> None:
@@ -212,25 +247,20 @@ async def test_requests_respect_min_interval(store: Store, arxiv: FakeArxiv, htt
 async def test_first_cycle_is_history_and_later_cycles_are_new(
     store: Store, arxiv: FakeArxiv, http, clock: FakeClock
 ) -> None:
-    history: list[str] = []
-    new: list[str] = []
-
-    async def as_history(result: UpsertResult, papers: Sequence[Paper]) -> None:
-        history.extend(result.new)
-
-    async def as_new(result: UpsertResult, papers: Sequence[Paper]) -> None:
-        new.extend(result.new)
-
-    ingestor = make_ingestor(store, arxiv, http, clock, on_stored=as_new, on_history=as_history)
-    arxiv.fail_next(503, count=3)
-    assert not (await ingestor.poll_once()).complete  # a failed first cycle is still the first
-    arxiv.papers = corpus(clock, 4)
-    await ingestor.poll_once()
-    assert len(history) == 4 and new == []
-    clock.advance(3600)
-    arxiv.papers.append(make_paper(77, published=clock.now() - timedelta(minutes=3)))
-    await ingestor.poll_once()
-    assert new == [make_paper(77).arxiv_id] and len(history) == 4
+    async with following_rl(store, clock) as (intake, topic_id):
+        ingestor = make_ingestor(store, arxiv, http, clock, intake)
+        arxiv.fail_next(503, count=3)
+        assert not (await ingestor.poll_once()).complete  # a failed first cycle is still the first
+        arxiv.papers = corpus(clock, 4)
+        first = await ingestor.poll_once()
+        # history: stored and matched, never posted
+        assert len(first.new) == 4 and len(await store.topics.latest_papers(topic_id, 50)) == 4
+        assert await store.deliveries.counts(1) == {}
+        clock.advance(3600)
+        arxiv.papers.append(make_paper(77, published=clock.now() - timedelta(minutes=3)))
+        second = await ingestor.poll_once()
+        assert second.new == [make_paper(77).arxiv_id]
+        assert await store.deliveries.counts(1) == {"pending": 1}  # only the paper announced after the first
 
 
 async def test_an_empty_first_cycle_still_ends_the_first_cycle(
@@ -245,7 +275,9 @@ async def test_an_empty_first_cycle_still_ends_the_first_cycle(
 
 
 def skip_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == "bot.ingest" and "skipped entry" in r.getMessage()]
+    return [
+        r.getMessage() for r in caplog.records if r.name == "bot.ingest" and "skipped entry" in r.getMessage()
+    ]
 
 
 async def test_an_entry_dated_2099_neither_moves_the_watermark_nor_stops_polling(
@@ -335,7 +367,9 @@ async def test_a_page_of_nothing_but_unusable_entries_does_not_end_the_walk(
     assert await store.papers.count() == 10
 
 
-async def test_an_oversized_entry_is_stored_bounded(store: Store, arxiv: FakeArxiv, http, clock: FakeClock) -> None:
+async def test_an_oversized_entry_is_stored_bounded(
+    store: Store, arxiv: FakeArxiv, http, clock: FakeClock
+) -> None:
     authors = (Author("N" * 50_000, ("A" * 50_000,) * 50), *(Author(f"Member {i}") for i in range(1, 5_000)))
     huge = make_paper(1, published=clock.now() - timedelta(hours=1), title="T" * 100_000, authors=authors)
     arxiv.papers = [huge, *corpus(clock, 3, start=10)]
@@ -353,7 +387,9 @@ async def test_an_oversized_entry_is_stored_bounded(store: Store, arxiv: FakeArx
 HTTP_FAULTS = {
     "redirect loop": (lambda a: a.redirect_next(count=500), "redirect loop"),
     "redirect to port 99999": (
-        lambda a: a.serve_raw_next(b"", status=302, headers={"Location": "http://127.0.0.1:99999/"}, count=500),
+        lambda a: a.serve_raw_next(
+            b"", status=302, headers={"Location": "http://127.0.0.1:99999/"}, count=500
+        ),
         "port must be 0-65535",
     ),
 }
@@ -389,7 +425,10 @@ async def test_a_trickling_page_fails_the_cycle_at_the_deadline_and_the_next_cat
 ) -> None:
     arxiv.papers = corpus(clock, 25)
     polite = PoliteHttp(http, clock, min_interval=3.0, max_tries=2, deadline=0.5)
-    ingestor = Ingestor(store, ArxivClient(polite, arxiv.url), clock, categories=CATS, page_size=10)
+    intake = Intake(store, TopicIndex(store, clock), clock)
+    ingestor = Ingestor(
+        store, ArxivClient(polite, arxiv.url), clock, intake=intake, categories=CATS, page_size=10
+    )
 
     def trickle_after_first_page(request: RecordedRequest) -> None:
         if len(arxiv.requests) == 2:  # both tries of page two

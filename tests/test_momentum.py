@@ -8,8 +8,11 @@ import pytest
 
 from bot.charts import SIZE_PX, weekly_chart
 from bot.clock import FakeClock
-from bot.momentum import Momentum, WeekCount, rank_by_growth, sparkline, topic_momentum, window_bounds
-from bot.store import Store, TopicRow
+from bot.models import TopicRow
+from bot.momentum import Momentum, WeekCount, rank_by_growth, sparkline, window_bounds
+from bot.services.momentum import MomentumService
+from bot.store import Store
+from bot.topics.index import TopicIndex
 from tests.factories import make_paper
 
 WATCHED = ("cs.AI", "cs.CL", "cs.LG")
@@ -75,6 +78,14 @@ async def _topic_with(store: Store, clock: FakeClock, times: list[datetime], oth
     return topic
 
 
+async def momentum_now(store: Store, topic: TopicRow) -> Momentum:
+    """The topic's momentum at NOW, as /momentum computes it."""
+    clock = FakeClock(NOW)
+    index = TopicIndex(store, clock)
+    await index.start([])
+    return await MomentumService(store, index, clock, WATCHED).topic(topic)
+
+
 async def test_counts_respect_window_edges(store: Store, clock: FakeClock) -> None:
     _, start, end = window_bounds(NOW, 4)
     second = timedelta(seconds=1)
@@ -85,7 +96,7 @@ async def test_counts_respect_window_edges(store: Store, clock: FakeClock) -> No
         start - second,  # last second of the window before
     ]
     topic = await _topic_with(store, clock, times, others=[start + timedelta(days=3)] * 2)
-    m = await topic_momentum(store, topic, now=NOW, watched=WATCHED)
+    m = await momentum_now(store, topic)
     assert (m.current, m.previous) == (2, 1)
     assert m.all_new == 4  # the two matched in-window papers and the two others, all of watched categories
     assert m.share_pct == 50
@@ -98,7 +109,7 @@ async def test_weekly_series_and_partial_week(store: Store, clock: FakeClock) ->
     times += [datetime(2026, 9, 7, tzinfo=UTC)]  # the first of the 12 weeks
     times += [datetime(2026, 9, 6, 23, tzinfo=UTC)]  # before the series
     topic = await _topic_with(store, clock, times, others=[])
-    m = await topic_momentum(store, topic, now=NOW, watched=WATCHED)
+    m = await momentum_now(store, topic)
     assert len(m.series) == 12
     assert m.series[-1] == WeekCount(date(2026, 11, 23), 2, partial=True)
     assert m.series[-2] == WeekCount(date(2026, 11, 16), 1, partial=False)
@@ -115,7 +126,7 @@ async def test_other_time_zones_are_counted_in_utc(store: Store, clock: FakeCloc
     before = datetime(2026, 11, 1, 0, 30, tzinfo=ZoneInfo("Pacific/Kiritimati"))
     assert before.astimezone(UTC) < start
     topic = await _topic_with(store, clock, [before], others=[])
-    m = await topic_momentum(store, topic, now=NOW, watched=WATCHED)
+    m = await momentum_now(store, topic)
     assert (m.current, m.previous) == (0, 1)
 
 

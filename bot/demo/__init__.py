@@ -2,7 +2,7 @@
 arXiv serving a small corpus of real papers, with the terminal as the channel. No token, no internet.
 
 `corpus` holds the papers and moves their dates; `server` is the loopback arXiv. The command itself lives
-with the other commands in bot/__main__.py.
+with the other commands, in bot/cli/demo.py.
 """
 
 from __future__ import annotations

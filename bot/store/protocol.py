@@ -196,8 +196,15 @@ class TopicRepository(Protocol):
     async def count_matches(self, topic_id: int, start: datetime, end: datetime) -> int:
         """The topic's matched papers submitted (v1) in [start, end)."""
 
-    async def match_times(self, topic_id: int, start: datetime, end: datetime) -> list[datetime]:
-        """v1 submission times of the topic's matched papers in [start, end), for weekly series."""
+    async def counts_between(
+        self, topic_ids: Sequence[int], bounds: Sequence[datetime]
+    ) -> dict[int, list[int]]:
+        """Matches of each topic in each window between consecutive ascending `bounds` ([b0, b1), [b1, b2),
+        ...), by v1 submission time, in one round trip whatever the number of topics; a topic without matches
+        gets zeros. Raises ValueError for fewer than two bounds."""
+
+    async def followed_in(self, guild_id: int) -> list[TopicRow]:
+        """The topics some channel of a server follows, each once, ordered by folded name."""
 
     async def latest_papers(self, topic_id: int, limit: int, offset: int = 0) -> list[Paper]:
         """The topic's matched papers, newest submission first, from the `offset`-th on, at most `limit`.

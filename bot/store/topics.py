@@ -9,10 +9,11 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
+from itertools import pairwise
 
 from bot.models import CATALOG_GUILD, Paper, TopicRow, find_named, fold_name, topic_key
 from bot.store.database import Database
-from bot.store.papers import from_ts, paper_filter, paper_from_row, to_ts
+from bot.store.papers import paper_filter, paper_from_row, to_ts
 from bot.store.protocol import TopicNameTaken
 
 
@@ -172,13 +173,33 @@ class TopicRepo:
         )
         return int(row[0]) if row else 0
 
-    async def match_times(self, topic_id: int, start: datetime, end: datetime) -> list[datetime]:
-        """v1 submission times of the topic's papers in [start, end), for weekly series."""
+    async def counts_between(
+        self, topic_ids: Sequence[int], bounds: Sequence[datetime]
+    ) -> dict[int, list[int]]:
+        """Matches of each topic in each window between consecutive ascending `bounds` ([b0, b1), [b1, b2),
+        ...), by v1 submission time: one query for any number of topics (a topic without matches gets zeros)."""
+        if len(bounds) < 2:
+            raise ValueError("counting needs at least two bounds")
+        counts = {topic_id: [0] * (len(bounds) - 1) for topic_id in topic_ids}
+        if not counts:
+            return counts
+        edges = [to_ts(b) for b in bounds]
+        windows = ", ".join("SUM(published >= ? AND published < ?)" for _ in edges[1:])
         rows = await self.db.fetchall(
-            "SELECT published FROM topic_matches WHERE topic_id = ? AND published >= ? AND published < ?",
-            (topic_id, to_ts(start), to_ts(end)),
+            f"SELECT topic_id, {windows} FROM topic_matches WHERE topic_id IN ({','.join('?' * len(counts))})"
+            " AND published >= ? AND published < ? GROUP BY topic_id",
+            (*(e for pair in pairwise(edges) for e in pair), *counts, edges[0], edges[-1]),
         )
-        return [from_ts(r[0]) for r in rows]
+        for row in rows:
+            counts[row[0]] = [int(n) for n in tuple(row)[1:]]
+        return counts
+
+    async def followed_in(self, guild_id: int) -> list[TopicRow]:
+        """The topics some channel of a server follows, each once, by name."""
+        rows = await self.db.fetchall(
+            "SELECT * FROM topics WHERE id IN (SELECT topic_id FROM follows WHERE guild_id = ?)", (guild_id,)
+        )
+        return sorted((_topic(r) for r in rows), key=lambda t: fold_name(t.name))
 
     async def latest_papers(self, topic_id: int, limit: int, offset: int = 0) -> list[Paper]:
         if limit < 0 or offset < 0:  # SQLite reads LIMIT -1 as "no limit"

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.errors import ConfigError
-from bot.store.topics import fold_name, topic_key
+from bot.models import fold_name, topic_key
 from bot.topics.query import QuerySyntaxError, TopicQuery, parse_query
 
 _SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")

@@ -59,7 +59,7 @@ async def test_status_shows_polls_papers_posts_and_broken_follows(tmp_path: Path
             assert (await bot.worker.deliver_once()).sent == 1
 
             healthy = await status()
-            [source] = await bot.ctx.store.sources.all()
+            [source] = (await bot.services.status.of_server(guild.id)).sources
             assert source.last_success is not None
             next_poll = dpy.utils.format_dt(source.last_success + timedelta(minutes=30), "R")
             assert f"next poll {next_poll}" in healthy["arXiv polling"]

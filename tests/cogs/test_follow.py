@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 
 from bot.app import PaperBot
 from bot.clock import FakeClock
-from bot.models import Paper
+from bot.models import Follow, Paper, TopicRow
 from bot.render import paper_compact_line
-from bot.store import Follow, TopicRow
 from bot.topics.catalog import CatalogTopic
+from bot.topics.index import TopicIndex
 from bot.topics.query import parse_query
 from cogs.follow import fit_lines, follow_message
 from tests.factories import BASE_TIME, make_paper
@@ -37,7 +37,7 @@ from tests.fakes.discord_server import (
     Interaction,
     Member,
 )
-from tests.harness import running_paperbot
+from tests.harness import running_paperbot, store_of
 
 MANAGE_CHANNELS = 1 << 4
 MEMBER = VIEW_CHANNEL | SEND_MESSAGES | USE_APPLICATION_COMMANDS
@@ -138,10 +138,7 @@ def plain_paper(n: int, title: str | None = None, **fields: Any) -> Paper:
 
 async def ingest(bot: PaperBot, papers: Sequence[Paper]) -> None:
     """Store papers exactly like a poll does: matched, and queued for the follows that want them."""
-    store = bot.ctx.store
-    async with store.transaction():
-        result = await store.papers.upsert(papers, seen_at=bot.ctx.clock.now())
-        await bot.ctx.on_ingested(result, papers)
+    await bot.ctx.intake.store_papers(papers, announce=True)
 
 
 async def invoke(
@@ -181,14 +178,14 @@ async def test_follow_catalog_topic_previews_then_posts_only_new_matches(running
 
     content = await public_reply(await invoke(discord, w.guild, w.papers, w.admin, "follow", topic=RL))
 
-    topic = await bot.ctx.store.topics.find(w.guild.id, RL)
+    topic = await bot.services.topics.find(w.guild.id, RL)
     assert topic is not None and topic.is_catalog
     assert f"<#{w.papers.id}> now follows **RL Post" in content
     assert "```\n" + topic.query.strip() + "\n```" in content
-    assert (await bot.ctx.momentum(topic)).sentence() in content
+    assert (await bot.services.momentum.topic(topic)).sentence() in content
     assert [paper_compact_line(p) in content for p in history] == [True, True, True, False]
     assert "from now on" in content and "one post per paper" in content
-    [follow] = await bot.ctx.store.follows.for_guild(w.guild.id)
+    [follow] = await bot.services.follows.in_server(w.guild.id)
     assert (follow.channel_id, follow.topic_id, follow.mode, follow.digest_hour) == (
         w.papers.id,
         topic.id,
@@ -225,9 +222,9 @@ async def test_follow_with_a_new_query_creates_and_later_changes_this_servers_to
             query='ti:"sparse attention"',
         )
     )
-    topic = await bot.ctx.store.topics.find(w.guild.id, "Sparse Attention")
+    topic = await bot.services.topics.find(w.guild.id, "Sparse Attention")
     assert topic is not None and topic.guild_id == w.guild.id
-    assert await bot.ctx.store.topics.find(w.guild_b.id, "Sparse Attention") is None
+    assert await bot.services.topics.find(w.guild_b.id, "Sparse Attention") is None
     assert "Created this server's topic" in created and "2 stored papers match" in created
     assert all(paper_compact_line(p) in created for p in sparse)
     assert paper_compact_line(linear) not in created
@@ -261,7 +258,7 @@ async def test_follow_with_a_new_query_creates_and_later_changes_this_servers_to
     assert "Changed the query" in changed and "3 stored papers match" in changed
     assert "already followed" in changed and "daily digest at 06:00 UTC" in changed
     assert paper_compact_line(linear) in changed
-    [follow] = await bot.ctx.store.follows.for_guild(w.guild.id)
+    [follow] = await bot.services.follows.in_server(w.guild.id)
     assert (follow.mode, follow.digest_hour) == ("digest", 6)
 
 
@@ -282,8 +279,8 @@ async def test_mistakes_get_private_answers_and_change_nothing(running: Any) -> 
     hour = await follow_error(topic=RL, mode="digest", digest_hour=24)
     assert "0 to 23" in hour
 
-    assert await bot.ctx.store.follows.for_guild(w.guild.id) == []
-    assert await bot.ctx.store.topics.find(w.guild.id, "Broken") is None
+    assert await bot.services.follows.in_server(w.guild.id) == []
+    assert await bot.services.topics.find(w.guild.id, "Broken") is None
 
 
 async def test_follow_needs_manage_permissions_and_a_channel_the_bot_can_post_in(running: Any) -> None:
@@ -310,7 +307,7 @@ async def test_follow_needs_manage_permissions_and_a_channel_the_bot_can_post_in
     )
     assert "Send Messages in Posts" in no_posts
 
-    follows = await bot.ctx.store.follows.for_guild(w.guild.id)
+    follows = await bot.services.follows.in_server(w.guild.id)
     assert [f.channel_id for f in follows] == [w.papers.id]
 
 
@@ -338,11 +335,11 @@ async def test_names_in_any_script_stay_distinct_and_a_clash_names_the_existing_
         "Created this server's topic **量子**" in quantum
         and "Created this server's topic **機械学習**" in learning
     )
-    topics = bot.ctx.topics
+    topics = bot.services.topics
     first, second = await topics.find(w.guild.id, "量子"), await topics.find(w.guild.id, "機械学習")
     assert first is not None and second is not None and first.id != second.id
     assert (first.query, second.query) == ("ti:quantum", "ti:learning")
-    follows = {(f.topic_name, f.channel_id) for f in await bot.ctx.store.follows.for_guild(w.guild.id)}
+    follows = {(f.topic_name, f.channel_id) for f in await bot.services.follows.in_server(w.guild.id)}
     assert follows == {("量子", w.papers.id), ("機械学習", w.other.id)}
 
     await public_reply(await follow(w.admin, "Graph Theory", "ti:graph", w.papers))
@@ -350,7 +347,7 @@ async def test_names_in_any_script_stay_distinct_and_a_clash_names_the_existing_
     assert "already has the topic “Graph Theory”" in clash and "Created" not in clash
     graph = await topics.find(w.guild.id, "Graph Theory")
     assert graph is not None and (graph.name, graph.query) == ("Graph Theory", "ti:graph")
-    assert len(await bot.ctx.store.follows.for_guild(w.guild.id)) == 3  # nothing followed on the refusal
+    assert len(await bot.services.follows.in_server(w.guild.id)) == 3  # nothing followed on the refusal
 
 
 async def test_changing_a_topic_other_channels_follow_needs_manage_server(running: Any) -> None:
@@ -373,7 +370,7 @@ async def test_changing_a_topic_other_channels_follow_needs_manage_server(runnin
         await invoke(discord, w.guild, w.papers, w.moderator, "follow", topic="Sparse", query="ti:dense")
     )
     assert "Manage Server" in refused and f"<#{w.other.id}>" in refused
-    topic = await bot.ctx.topics.find(w.guild.id, "Sparse")
+    topic = await bot.services.topics.find(w.guild.id, "Sparse")
     assert topic is not None and topic.query == "ti:sparse"
     # re-following with the same query changes nothing else, so it stays the moderator's to do
     same = await public_reply(
@@ -388,7 +385,7 @@ async def test_changing_a_topic_other_channels_follow_needs_manage_server(runnin
         await invoke(discord, w.guild, w.papers, w.moderator, "follow", topic="Sparse", query="ti:dense")
     )
     assert "Changed the query of **Sparse**" in changed  # every follower is in a channel they manage
-    topic = await bot.ctx.topics.find(w.guild.id, "Sparse")
+    topic = await bot.services.topics.find(w.guild.id, "Sparse")
     assert topic is not None and topic.query == "ti:dense"
 
 
@@ -411,8 +408,8 @@ async def test_queries_that_would_scan_the_whole_history_are_refused_with_how_to
         assert "no word the search index can use" in text and "AND" in text, query
     broad = await refusal("ka* OR lo*")
     assert "too broad" in broad and "1,200 stored papers" in broad and "at least 4 letters" in broad
-    assert await bot.ctx.store.topics.own(w.guild.id) == []
-    assert await bot.ctx.store.follows.for_guild(w.guild.id) == []
+    assert await bot.services.topics.own(w.guild.id) == []
+    assert await bot.services.follows.in_server(w.guild.id) == []
     fine = await public_reply(
         await invoke(discord, w.guild, w.papers, w.admin, "follow", topic="Kalman", query="ti:kalman")
     )
@@ -433,7 +430,7 @@ async def test_a_server_may_change_ten_queries_an_hour_and_keep_fifty_topics(run
     clock.advance(3600)
     for n in range(10, 50):
         clock.advance(360)
-        await bot.ctx.topics.save_custom(w.guild.id, f"Topic {n}", f"ti:word{n}")
+        await bot.services.topics.save_custom(w.guild.id, f"Topic {n}", f"ti:word{n}")
     clock.advance(3600)
     full = await ephemeral_reply(await follow("Topic 50", "ti:word50"))
     assert "50 topics of its own" in full and "/unfollow" in full
@@ -443,9 +440,9 @@ async def test_a_server_may_change_ten_queries_an_hour_and_keep_fifty_topics(run
         await invoke(discord, w.guild, w.papers, w.admin, "unfollow", topic="Topic 49")
     ).wait_response()
     assert "Deleted this server's topic **Topic 49**" in deleted["data"]["content"]
-    assert await bot.ctx.topics.find(w.guild.id, "Topic 49") is None
+    assert await bot.services.topics.find(w.guild.id, "Topic 49") is None
     assert "now follows **Topic 50**" in await public_reply(await follow("Topic 50", "ti:word50"))
-    assert await bot.ctx.store.topics.count_own(w.guild.id) == 50
+    assert len(await bot.services.topics.own(w.guild.id)) == 50
 
 
 async def test_unfollowing_the_last_channel_keeps_the_topic_and_only_a_manager_deletes_it(
@@ -463,7 +460,7 @@ async def test_unfollowing_the_last_channel_keeps_the_topic_and_only_a_manager_d
         await invoke(discord, w.guild, w.papers, w.moderator, "unfollow", topic="Sparse")
     )
     assert "Manage Server" in refused
-    assert await bot.ctx.topics.find(w.guild.id, "Sparse") is not None
+    assert await bot.services.topics.find(w.guild.id, "Sparse") is not None
     catalog = await ephemeral_reply(await invoke(discord, w.guild, w.papers, w.admin, "unfollow", topic=RL))
     assert "not followed in this server" in catalog  # the catalog's topics are never deleted
 
@@ -479,7 +476,7 @@ async def test_a_servers_topic_wins_over_a_catalog_topic_of_the_same_name(runnin
     )
     # The next release's catalog brings a topic of the same name (a restart stores it like this).
     twin = CatalogTopic("quantum-widgets", "Quantum Widgets", "Catalog twin.", parse_query("ti:quantum"))
-    await bot.ctx.topics.start([twin])
+    await TopicIndex(store_of(bot), bot.ctx.clock).start([twin])
 
     latest = await public_reply(
         await invoke(discord, w.guild, w.papers, w.admin, "latest", topic="Quantum Widgets")
@@ -531,8 +528,8 @@ async def test_servers_see_and_remove_only_their_own_follows(running: Any) -> No
     )
     assert "not in this server" in foreign
 
-    assert len(await bot.ctx.store.follows.for_guild(w.guild.id)) == 1
-    assert await bot.ctx.store.follows.for_guild(w.guild_b.id) == []
+    assert len(await bot.services.follows.in_server(w.guild.id)) == 1
+    assert await bot.services.follows.in_server(w.guild_b.id) == []
 
 
 async def test_topics_lists_follows_and_unfollow_removes_them(running: Any) -> None:
@@ -565,17 +562,17 @@ async def test_topics_lists_follows_and_unfollow_removes_them(running: Any) -> N
         await invoke(discord, w.guild, w.papers, w.admin, "unfollow", topic="Nope")
     )
     assert "no topic named" in unknown
-    assert await bot.ctx.store.follows.for_guild(w.guild.id) == []
+    assert await bot.services.follows.in_server(w.guild.id) == []
 
 
 async def test_topics_fits_discord_limits_with_many_follows(running: Any) -> None:
     bot, discord, w = running
     for n in range(60):  # more than the 50 own topics a server may create: some could be catalog topics
         name = f"{n:02d} " + "very long topic name " * 4
-        topic = await bot.ctx.store.topics.create(
+        topic = await store_of(bot).topics.create(
             guild_id=w.guild.id, name=name[:80], description="", query=f"ti:word{n}", at=NOW
         )
-        await bot.ctx.store.follows.upsert(
+        await store_of(bot).follows.upsert(
             guild_id=w.guild.id,
             channel_id=w.papers.id,
             topic_id=topic.id,

@@ -18,8 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.clock import FakeClock
-from bot.models import Paper
-from bot.store.search import HIGHLIGHT_END, HIGHLIGHT_START
+from bot.models import HIGHLIGHT_END, HIGHLIGHT_START, Paper
 from cogs.history import highlight, parse_since
 from cogs.pagination import NOT_YOURS, Page, Paginator, pack_lines
 from tests.cogs.world import Env, Server, answer, module_loop, store_as_polled
@@ -64,7 +63,7 @@ async def test_latest_lists_the_newest_papers_of_a_topic_with_page_buttons(serve
     bot = server.env.bot
     papers = [make_paper(100 + i, title=f"Axolotl limb study {i}") for i in range(7)]  # 100 is newest
     await store_as_polled(bot, [*papers, make_paper(120, title="Unrelated graph paper")])
-    await bot.ctx.topics.save_custom(server.guild.id, "Axolotl Watch", "ti:axolotl")
+    await bot.services.topics.save_custom(server.guild.id, "Axolotl Watch", "ti:axolotl")
 
     first = await answer(await server.run("latest", topic="Axolotl Watch"))
     lines = first["content"].splitlines()
@@ -84,7 +83,7 @@ async def test_latest_lists_the_newest_papers_of_a_topic_with_page_buttons(serve
 
 @module_loop
 async def test_latest_of_another_servers_topic_is_unknown_here(server: Server, env: Env) -> None:
-    await env.bot.ctx.topics.save_custom(server.guild.id, "Private Okapi", "ti:okapi")
+    await env.bot.services.topics.save_custom(server.guild.id, "Private Okapi", "ti:okapi")
     other = env.discord.add_guild("Other lab")
     channel = env.discord.add_text_channel(other, "general")
     bob = env.discord.add_member(other, "bob", permissions=SEND_MESSAGES)
@@ -110,7 +109,7 @@ async def test_search_highlights_matches_and_filters_by_topic(server: Server) ->
     )
     outside = make_paper(201, title="Liver regeneration in mice", abstract="Liver regeneration is fast.")
     await store_as_polled(bot, [in_topic, outside])
-    await bot.ctx.topics.save_custom(server.guild.id, "Zebrafish Fins", "ti:zebrafish")
+    await bot.services.topics.save_custom(server.guild.id, "Zebrafish Fins", "ti:zebrafish")
 
     everywhere = (await answer(await server.run("search", query="regeneration")))["content"]
     assert in_topic.arxiv_id in everywhere and outside.arxiv_id in everywhere
@@ -220,15 +219,15 @@ async def test_search_finds_matches_past_the_first_500_candidates(server: Server
 
 @module_loop
 async def test_a_search_stopped_by_its_bound_says_it_is_partial_never_none(server: Server) -> None:
-    topics = server.env.bot.ctx.topics
+    history = server.env.bot.services.history
     await store_as_polled(server.env.bot, transformer_crowd())  # stored already by the test above, or now
-    bounded = replace(topics.limits, search_candidates=700)
-    topics.limits, default = bounded, topics.limits
+    bounded = replace(history.limits, search_candidates=700)
+    history.limits, default = bounded, history.limits
     try:
         none_yet = (await answer(await server.run("search", query="transformer ANDNOT attention")))["content"]
         some = (await answer(await server.run("search", query="transformer ANDNOT heads")))["content"]
     finally:
-        topics.limits = default
+        history.limits = default
     assert "No stored paper matches" not in none_yet
     assert "None of the first 700 candidates" in none_yet and "Narrow the query" in none_yet
     assert "showing the 7 best of the first 700 candidates" in some and "narrow the query" in some
@@ -242,7 +241,7 @@ async def test_a_search_stopped_by_its_bound_says_it_is_partial_never_none(serve
 async def test_latest_with_a_count_outside_1_to_50_is_refused_privately(server: Server, count: int) -> None:
     bot = server.env.bot
     await store_as_polled(bot, [make_paper(130 + i, title=f"Capybara habits {i}") for i in range(3)])
-    await bot.ctx.topics.save_custom(server.guild.id, "Capybaras", "ti:capybara")
+    await bot.services.topics.save_custom(server.guild.id, "Capybaras", "ti:capybara")
     # Discord's range is a hint to clients: a crafted request reaches the bot with any number.
     interaction = await server.run("latest", topic="Capybaras", count=count)
     reply = await answer(interaction)
@@ -258,7 +257,7 @@ async def test_latest_with_a_count_outside_1_to_50_is_refused_privately(server: 
 async def test_paper_shows_a_stored_card_with_this_servers_topics_only(server: Server, env: Env) -> None:
     paper = make_paper(300, title="Narwhal tusk sensing", abstract="Narwhal tusks sense salinity.")
     await store_as_polled(env.bot, [paper])
-    await env.bot.ctx.topics.save_custom(server.guild.id, "Narwhal Desk", "ti:narwhal")
+    await env.bot.services.topics.save_custom(server.guild.id, "Narwhal Desk", "ti:narwhal")
 
     interaction = await server.run("paper", id=f"https://arxiv.org/abs/{paper.arxiv_id}v1")
     card = await answer(interaction)
@@ -282,28 +281,21 @@ async def test_paper_shows_a_stored_card_with_this_servers_topics_only(server: S
 async def test_paper_not_stored_is_fetched_from_arxiv_stored_and_matched(server: Server, env: Env) -> None:
     paper = make_paper(310, title="GRPO post-training for small language models")
     env.arxiv.papers = [paper]
-    assert await env.bot.ctx.store.papers.get(paper.arxiv_id) is None
-    topic = await env.bot.ctx.store.topics.find(0, "RL Post-Training")
+    use = env.bot.services
+    assert await use.history.stored(paper.arxiv_id) is None
+    await server.follow("RL Post-Training")
+    topic = await use.topics.find(0, "RL Post-Training")
     assert topic is not None
-    await env.bot.ctx.store.follows.upsert(
-        guild_id=server.guild.id,
-        channel_id=server.channel.id,
-        topic_id=topic.id,
-        mode="each",
-        digest_hour=8,
-        created_by=None,
-        at=env.bot.ctx.clock.now(),
-    )
 
     interaction = await server.run("paper", id=paper.arxiv_id)
     card = await answer(interaction)
     assert interaction.callback_type == 5  # deferred while arXiv answers
     assert card["embeds"][0]["url"] == paper.abs_url
     assert "RL Post-Training" in card["embeds"][0]["footer"]["text"]
-    assert await env.bot.ctx.store.papers.get(paper.arxiv_id) == paper
-    assert paper in await env.bot.ctx.store.topics.latest_papers(topic.id, 50)
+    assert await use.history.stored(paper.arxiv_id) == paper
+    assert paper in await use.history.latest(topic, 50)
     # Looked up by hand, not announced: the channel following its topic gets no post for it.
-    assert await env.bot.ctx.store.deliveries.counts(server.guild.id) == {}
+    assert (await use.status.of_server(server.guild.id)).deliveries == {}
     no_violations(env)
 
 
@@ -339,7 +331,7 @@ async def test_titles_with_mentions_and_markdown_render_inert_everywhere(server:
         abstract="Wombat burrows @here are ~~square~~ ||spoiler||.",
     )
     await store_as_polled(bot, [hostile])
-    await bot.ctx.topics.save_custom(server.guild.id, "Wombat @everyone **Desk**", "ti:wombat")
+    await bot.services.topics.save_custom(server.guild.id, "Wombat @everyone **Desk**", "ti:wombat")
 
     texts = [
         (await answer(await server.run("latest", topic="Wombat @everyone **Desk**")))["content"],

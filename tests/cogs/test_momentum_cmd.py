@@ -94,9 +94,7 @@ async def env(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Env]:
         path = tmp_path_factory.mktemp("momentum")
         async with running_paperbot(path, fake_discord, fake_arxiv, clock=FakeClock(NOW)) as bot:
             papers = rl_papers() + other_papers()
-            async with bot.ctx.store.transaction():  # exactly as a poll stores and matches a page
-                result = await bot.ctx.store.papers.upsert(papers, seen_at=NOW)
-                await bot.ctx.on_ingested(result, papers)
+            await bot.ctx.intake.store_papers(papers, announce=True)  # exactly as a poll stores a page
             yield Env(fake_discord, fake_arxiv, bot)
 
 
@@ -157,7 +155,7 @@ async def test_momentum_of_an_unknown_topic_is_a_private_error(server: Server) -
 
 @module_loop
 async def test_momentum_without_topic_ranks_this_servers_follows(server: Server, env: Env) -> None:
-    await env.bot.ctx.topics.save_custom(server.guild.id, "Zebrafish $\\undefined$ @everyone", "ti:zebrafish")
+    await env.bot.services.topics.save_custom(server.guild.id, "Zebrafish $\\undefined$ @everyone", "ti:zebrafish")
     await server.follow("Zebrafish $\\undefined$ @everyone")
     await server.follow("RL Post-Training")
     await server.follow("RL Post-Training")  # the same topic twice counts once

@@ -52,25 +52,14 @@ class Server:
         return await self.env.discord.invoke(self.guild, self.channel, self.alice, command, given)
 
     async def follow(self, topic: str) -> None:
-        ctx = self.env.bot.ctx
-        row = await ctx.store.topics.find(self.guild.id, topic)
-        assert row is not None, topic
-        await ctx.store.follows.upsert(
-            guild_id=self.guild.id,
-            channel_id=self.channel.id,
-            topic_id=row.id,
-            mode="each",
-            digest_hour=8,
-            created_by=None,
-            at=ctx.clock.now(),
-        )
+        """#papers follows `topic`, one post per paper, as /follow would have it."""
+        follows = self.env.bot.services.follows
+        await follows.follow(await follows.plan(self.guild.id, self.channel.id, topic))
 
 
 async def store_as_polled(bot: PaperBot, papers: Sequence[Paper]) -> None:
     """What a poll does with a page: store, match topics, queue posts, in one transaction."""
-    async with bot.ctx.store.transaction():
-        result = await bot.ctx.store.papers.upsert(papers, seen_at=bot.ctx.clock.now())
-        await bot.ctx.on_ingested(result, papers)
+    await bot.ctx.intake.store_papers(papers, announce=True)
 
 
 async def answer(interaction: Interaction) -> dict[str, Any]:

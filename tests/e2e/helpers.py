@@ -9,8 +9,7 @@ from pathlib import Path
 
 from bot.app import PaperBot
 from bot.clock import FakeClock
-from bot.models import Paper
-from bot.store import Mode
+from bot.models import Mode, Paper
 from tests.factories import make_paper
 from tests.fakes.arxiv_server import FakeArxiv
 from tests.fakes.discord_server import Channel, FakeDiscord, Guild
@@ -40,18 +39,10 @@ def announced(clock: FakeClock, titles: list[str], start: int = 0) -> list[Paper
 
 
 async def follow(bot: PaperBot, guild_id: int, channel_id: int, topic: str, mode: Mode = "each") -> int:
-    row = await bot.ctx.store.topics.find(guild_id, topic)
-    assert row is not None, topic
-    await bot.ctx.store.follows.upsert(
-        guild_id=guild_id,
-        channel_id=channel_id,
-        topic_id=row.id,
-        mode=mode,
-        digest_hour=8,
-        created_by=None,
-        at=bot.ctx.clock.now(),
-    )
-    return row.id
+    """The channel follows `topic` as /follow would have it; returns the topic's id."""
+    follows = bot.services.follows
+    done = await follows.follow(await follows.plan(guild_id, channel_id, topic, mode=mode))
+    return done.topic.id
 
 
 def embed_urls(messages: list[dict]) -> list[str]:

@@ -92,7 +92,7 @@ async def test_deleted_channel_marks_its_follow_broken_and_spares_the_others(
         await bot.ctx.ingestor().poll_once()
         report = await bot.worker.deliver_once()
         assert report.broken_channels == [doomed.id] and report.sent == 5
-        follows = {f.channel_id: f for f in await bot.ctx.store.follows.for_guild(guild.id)}
+        follows = {f.channel_id: f for f in await bot.services.follows.in_server(guild.id)}
         assert follows[doomed.id].broken and not follows[kept.id].broken
         assert len(discord.messages(kept.id)) == 5
 
@@ -117,12 +117,13 @@ async def test_forum_channel_gets_a_post_per_paper(
 async def test_arxiv_down_for_a_while_then_papers_arrive_once(
     tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv, clock: FakeClock
 ) -> None:
-    async with lab_following(tmp_path, discord, arxiv, clock) as (bot, _guild, channel):
+    async with lab_following(tmp_path, discord, arxiv, clock) as (bot, guild, channel):
         arxiv.papers = announced(clock, RL_TITLES)
         arxiv.fail_next(503, count=12)  # more than one cycle's tries
         down = await bot.ctx.ingestor().poll_once()
         assert not down.complete and "did not answer" in (down.error or "")
-        status = await bot.ctx.store.sources.get(down.source)
+        sources = (await bot.services.status.of_server(guild.id)).sources
+        [status] = [s for s in sources if s.source == down.source]
         assert status.consecutive_failures == 1
         clock.advance(1800)
         while arxiv.pending_faults():
@@ -146,9 +147,9 @@ async def test_a_fresh_install_posts_no_history_then_posts_what_is_new(
         first = await bot.ctx.ingestor().poll_once()  # five days of papers announced before the bot existed
         assert first.complete and len(first.new) == 25
         assert (await bot.worker.deliver_once()).sent == 0
-        topic = await bot.ctx.store.topics.find(guild.id, "RL Post-Training")
+        topic = await bot.services.topics.find(guild.id, "RL Post-Training")
         assert (
-            topic is not None and len(await bot.ctx.store.topics.latest_papers(topic.id, 10)) == 5
+            topic is not None and len(await bot.services.history.latest(topic, 10)) == 5
         )  # matched
         clock.advance(3600)
         fresh = announced(clock, ["RLVR post-training for theorem proving"], start=300)

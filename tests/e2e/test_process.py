@@ -13,10 +13,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bot.clock import SystemClock
+from bot.config import Settings
+from bot.context import open_context
 from bot.ingest import source_key
 from bot.store import open_store
-from bot.topics.catalog import load_catalog
-from bot.topics.service import TopicService
 from tests.e2e.helpers import RL_TITLES, embed_urls
 from tests.factories import make_paper
 from tests.fakes.arxiv_server import FakeArxiv
@@ -51,21 +51,10 @@ async def test_sigkill_mid_batch_then_restart_posts_each_paper_once(
     guild = discord.add_guild("Lab")
     channel = discord.add_text_channel(guild, "papers")
     db = tmp_path / "paperwatch.sqlite3"
-    clock = SystemClock()
-    store = await open_store(db, clock)
-    topics = TopicService(store, clock)
-    await topics.start(load_catalog())
-    topic = await store.topics.find(guild.id, "RL Post-Training")
-    assert topic is not None
-    await store.follows.upsert(
-        guild_id=guild.id,
-        channel_id=channel.id,
-        topic_id=topic.id,
-        mode="each",
-        digest_hour=8,
-        created_by=None,
-        at=datetime.now(UTC) - timedelta(minutes=1),
-    )
+    async with open_context(Settings(_env_file=None, database_path=db), SystemClock()) as ctx:
+        follows = ctx.services.follows
+        await follows.follow(await follows.plan(guild.id, channel.id, "RL Post-Training"))
+    store = await open_store(db, SystemClock())
     # the bot has polled before (its first poll's papers are history, never posted)
     await store.sources.record_success(
         source_key(("cs.LG", "cs.AI")), datetime.now(UTC), watermark=datetime.now(UTC) - timedelta(hours=2)

@@ -1,37 +1,29 @@
-"""Topics at work: the catalog synced into the store, servers' own topics created and changed within limits,
-new papers matched as they are stored, a topic's whole history matched when it is created or its query
-changes, and searches of the history.
+"""Topics as a server sees them: finding one by name, suggesting names as someone types, and creating, changing
+or deleting a server's own topics within its limits.
 
 Every history scan is bounded before it starts: a server's topic must have a word the full-text index can use,
-and may not need more than a bounded share of the stored papers checked. The exact evaluation of candidates
-runs in a worker thread, a batch at a time, so a long scan never holds the event loop.
+and may not need more than a bounded share of the stored papers checked.
 """
 
 from __future__ import annotations
 
-import asyncio
-import gc
-import logging
 from collections import deque
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from bot.clock import Clock
 from bot.errors import PaperwatchError
-from bot.models import Paper, UpsertResult
-from bot.store import SearchHit, Store, TopicRow
-from bot.store.topics import TopicNameTaken, find_named, fold_name, topic_key
-from bot.topics.catalog import CatalogTopic
-from bot.topics.matcher import Matcher
-from bot.topics.query import PaperText, TopicQuery, parse_query
+from bot.models import TopicRow, find_named, fold_name, topic_key
+from bot.store import Store
+from bot.store.protocol import TopicNameTaken
+from bot.topics.index import TopicIndex
+from bot.topics.query import MAX_QUERY_LENGTH as MAX_QUERY_LENGTH  # re-exported: the option's bound
+from bot.topics.query import TopicQuery, parse_query
 
-log = logging.getLogger(__name__)
 MAX_NAME_LENGTH = 80
 MAX_DESCRIPTION_LENGTH = 1000
-MAX_LATEST = 50  # papers one /latest lists
-HISTORY_BATCH = 1000  # papers evaluated per trip to the worker thread
+MAX_SUGGESTIONS = 25  # Discord's limit for autocomplete
 CHANGE_WINDOW = timedelta(hours=1)
 
 
@@ -63,6 +55,14 @@ class QueryTooBroad(TopicError):
     """The query would have the bot check too much of the stored history."""
 
 
+class UnknownTopic(TopicError):
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"There is no topic named “{name[:80]}”. Start typing and pick one from the list, or create your own "
+            "with /follow topic:<new name> query:<arXiv query>."
+        )
+
+
 @dataclass(frozen=True)
 class TopicPlan:
     """A checked request to create or change a server's own topic; `TopicService.save` carries it out."""
@@ -78,40 +78,27 @@ class TopicPlan:
         return self.current is None or self.current.query != self.query.text
 
 
-@dataclass(frozen=True)
-class SearchResult:
-    hits: list[SearchHit]  # confirmed matches, best first
-    checked: int  # candidates the exact evaluator looked at
-    complete: bool  # every candidate was checked: no other stored paper matches
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Evaluating thousands of papers allocates millions of short-lived objects and no cycles: the cyclic
-    collector would rescan the whole heap again and again (a third of the time, measured) for nothing."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-def matching(query: TopicQuery, papers: Sequence[Paper]) -> list[bool]:
-    """The exact evaluator over a batch: CPU-bound, run in a worker thread."""
-    with gc_paused():
-        return [query.matches(PaperText(p)) for p in papers]
-
-
-def check_latest_count(count: int) -> None:
-    if not 1 <= count <= MAX_LATEST:
-        raise TopicError(f"count is how many papers to list: a whole number from 1 to {MAX_LATEST}.")
-
-
 def slugify(name: str) -> str:
     """A server topic's slug: its name's key (letters and digits of any script, hyphens between)."""
     return topic_key(name)
+
+
+def clean_name(name: str) -> str:
+    """A topic name as kept: runs of white space as one space, 1 to MAX_NAME_LENGTH characters."""
+    cleaned = " ".join(name.split())
+    if not cleaned or len(cleaned) > MAX_NAME_LENGTH:
+        raise TopicError(f"A topic name needs 1 to {MAX_NAME_LENGTH} characters.")
+    return cleaned
+
+
+def check_query(text: str) -> TopicQuery:
+    """A topic's query, parsed; QuerySyntaxError carries the position (the error handler draws the caret)."""
+    if len(text) > MAX_QUERY_LENGTH:
+        raise TopicError(
+            f"A query is at most {MAX_QUERY_LENGTH} characters; this one has {len(text)}. "
+            "Shorten it, e.g. by dropping rare synonyms."
+        )
+    return parse_query(text)
 
 
 def has_index_term(query: TopicQuery) -> bool:
@@ -134,51 +121,14 @@ NARROWING = (
 
 
 class TopicService:
-    def __init__(self, store: Store, clock: Clock, limits: TopicLimits | None = None) -> None:
+    def __init__(
+        self, store: Store, index: TopicIndex, clock: Clock, limits: TopicLimits | None = None
+    ) -> None:
         self.store = store
+        self.index = index
         self.clock = clock
         self.limits = limits or TopicLimits()
-        self.matcher = Matcher()
-        self.queries: dict[int, TopicQuery] = {}
         self._changes: dict[int, deque[datetime]] = {}  # guild -> times of its recent query changes
-
-    async def start(self, catalog: Sequence[CatalogTopic]) -> None:
-        """Store the catalog (matching the history of topics that are new or changed) and load every topic."""
-        for row, slug in await self.store.topics.rekey_legacy():
-            log.info(
-                "topic %d (%s) of server %d: slug %r is now %r",
-                row.id,
-                row.name,
-                row.guild_id,
-                row.slug,
-                slug,
-            )
-        for topic in catalog:
-            await self._save_catalog(topic)
-        for row in await self.store.topics.all():
-            if row.id not in self.queries:
-                self._register(row.id, parse_query(row.query))
-
-    def _register(self, topic_id: int, query: TopicQuery) -> None:
-        self.queries[topic_id] = query
-        self.matcher.add(topic_id, query)
-
-    def _forget(self, topic_id: int) -> None:
-        self.queries.pop(topic_id, None)
-        self.matcher.remove(topic_id)
-
-    async def _save_catalog(self, topic: CatalogTopic) -> None:
-        row, changed = await self.store.topics.save(
-            guild_id=0,
-            slug=topic.slug,
-            name=topic.name,
-            description=topic.description,
-            query=topic.query.text,
-            at=self.clock.now(),
-        )
-        self._register(row.id, topic.query)
-        if changed:
-            await self.match_history(row.id, topic.query)
 
     # ---- finding -------------------------------------------------------------------------------------------
 
@@ -186,8 +136,38 @@ class TopicService:
         """The topic a server means by `name`: its own first, then the catalog's (see TopicRepo.find)."""
         return await self.store.topics.find(guild_id, name)
 
+    async def resolve(self, guild_id: int, name: str) -> TopicRow:
+        """Like `find`, but a name that means no topic is an UnknownTopic error."""
+        topic = await self.find(guild_id, name)
+        if topic is None:
+            raise UnknownTopic(name)
+        return topic
+
     async def visible_to(self, guild_id: int) -> list[TopicRow]:
+        """The catalog and the server's own topics, by name (guild 0: the catalog alone)."""
         return await self.store.topics.visible_to(guild_id)
+
+    async def followed_in(self, guild_id: int) -> list[TopicRow]:
+        """The topics some channel of a server follows, each once, by name."""
+        return await self.store.topics.followed_in(guild_id)
+
+    async def own(self, guild_id: int) -> list[TopicRow]:
+        """A server's own topics, by name."""
+        return await self.store.topics.own(guild_id)
+
+    async def suggest(self, guild_id: int, typed: str) -> list[str]:
+        """Names of the topics a server can see that contain what was typed, first by where it appears (a match
+        of the slug alone last), catalog topics before the server's own at the same place."""
+        wanted = fold_name(typed)
+        scored = []
+        for topic in await self.visible_to(guild_id):
+            where = fold_name(topic.name).find(wanted) if wanted else 0
+            if where < 0 and wanted in topic.slug:
+                where = 100
+            if where >= 0:
+                scored.append((where, not topic.is_catalog, topic.name))
+        scored.sort()
+        return [name for _, _, name in scored[:MAX_SUGGESTIONS]]
 
     # ---- a server's own topics ---------------------------------------------------------------------------
 
@@ -196,12 +176,10 @@ class TopicService:
     ) -> TopicPlan:
         """Check a request to create or change a server's own topic, without changing anything. Raises
         QuerySyntaxError (with a position) for a bad query and a TopicError saying what to do otherwise."""
-        name = " ".join(name.split())
-        if not name or len(name) > MAX_NAME_LENGTH:
-            raise TopicError(f"A topic name needs 1 to {MAX_NAME_LENGTH} characters.")
+        name = clean_name(name)
         if len(description) > MAX_DESCRIPTION_LENGTH:
             raise TopicError(f"A description is at most {MAX_DESCRIPTION_LENGTH} characters.")
-        query = parse_query(query_text)
+        query = check_query(query_text)
         own = await self.store.topics.own(guild_id)
         current = next((t for t in own if fold_name(t.name) == fold_name(name)), None)
         if current is None:
@@ -258,7 +236,7 @@ class TopicService:
     async def check_scope(self, query: TopicQuery) -> None:
         """Refuse a query whose history scan would be unbounded or cover a large share of the stored papers;
         the message says how to narrow it."""
-        categories = await self.stored_categories(query)
+        categories = await self.index.stored_categories(query)
         if categories is None:
             return  # it needs a category no stored paper has: nothing to scan
         if not has_index_term(query):
@@ -305,8 +283,8 @@ class TopicService:
                     f"“{plan.name}” was deleted meanwhile: run /follow again to create it."
                 ) from None
         self._recent_changes(plan.guild_id).append(now)
-        self._register(row.id, plan.query)
-        return row, await self.match_history(row.id, plan.query)
+        self.index.register(row.id, plan.query)
+        return row, await self.index.match_history(row.id, plan.query)
 
     async def save_custom(
         self, guild_id: int, name: str, query_text: str, description: str = ""
@@ -319,94 +297,4 @@ class TopicService:
         if topic.is_catalog:
             raise TopicError(f"“{topic.name}” is a catalog topic: it cannot be deleted.")
         await self.store.topics.delete(topic.id)
-        self._forget(topic.id)
-
-    # ---- matching --------------------------------------------------------------------------------------
-
-    async def match_history(self, topic_id: int, query: TopicQuery, since: datetime | None = None) -> int:
-        """Match every stored paper (FTS5 prefilter, then the exact evaluator in a worker thread, a batch at
-        a time, each batch's matches written in a short transaction); returns the matches added. Stops early
-        when the topic gets another query or is deleted meanwhile: that change matches the history itself."""
-        categories = await self.stored_categories(query)
-        if categories is None:
-            return 0  # it needs a category no stored paper has
-        registered = topic_id in self.queries
-        added = 0
-        batches = self.store.topics.candidates(
-            query.to_fts5(), categories=categories, since=since, batch=HISTORY_BATCH
-        )
-        async for batch in batches:
-            current = self.queries.get(topic_id)
-            if current != query and (current is not None or registered):
-                log.debug("topic %d changed during its history match: stopped", topic_id)
-                break
-            verdicts = await asyncio.to_thread(matching, query, batch)
-            hits = [(topic_id, p.arxiv_id) for p, hit in zip(batch, verdicts, strict=True) if hit]
-            added += await self.store.topics.add_matches(hits, self.clock.now())
-        log.debug("topic %d: %d papers of the history match", topic_id, added)
-        return added
-
-    async def stored_categories(self, query: TopicQuery) -> list[str] | None:
-        """The stored spelling of the categories the query binds its matches to ([] when it binds none; None
-        when it needs categories no stored paper has). Queries are case-insensitive; stored names are not."""
-        wanted = query.categories()
-        if not wanted:
-            return []
-        found = [name for name in await self.store.papers.category_names() if name.casefold() in wanted]
-        return found or None
-
-    async def on_stored(self, result: UpsertResult, papers: Sequence[Paper]) -> dict[str, set[int]]:
-        """Ingest hook, inside the page's transaction: match papers that are new or have a new version, record
-        the matches, and return them (arxiv_id -> topic ids) for the outbox. Returned, not kept on the service:
-        a /paper lookup may store a paper while a poll is between its two steps."""
-        changed = set(result.new) | set(result.updated)
-        matches = self.matcher.match_many(p for p in papers if p.arxiv_id in changed)
-        pairs = [(topic_id, arxiv_id) for arxiv_id, ids in matches.items() for topic_id in sorted(ids)]
-        await self.store.topics.add_matches(pairs, self.clock.now())
-        return matches
-
-    def query(self, topic_id: int) -> TopicQuery:
-        return self.queries[topic_id]
-
-    # ---- reading the history -----------------------------------------------------------------------------
-
-    async def latest(self, topic_id: int, count: int) -> list[Paper]:
-        """A topic's newest `count` papers (1 to MAX_LATEST)."""
-        check_latest_count(count)
-        return await self.store.topics.latest_papers(topic_id, count)
-
-    async def search(
-        self,
-        query: TopicQuery,
-        *,
-        topic_id: int | None = None,
-        since: datetime | None = None,
-        want: int = 50,
-    ) -> SearchResult:
-        """The `want` best stored matches of a query, best first. Candidates come from the full-text index in
-        growing batches and are confirmed by the exact evaluator (in a worker thread) until `want` are found,
-        none is left, or `limits.search_candidates` were checked (then the result is not complete)."""
-        categories = await self.stored_categories(query)
-        if categories is None:  # a category no stored paper has: nothing can match
-            return SearchResult([], 0, True)
-        bound = self.limits.search_candidates
-        fts = query.to_fts5()
-        found: list[SearchHit] = []
-        checked, size = 0, 500
-        while checked < bound:
-            size = min(size, bound - checked)
-            batch = await self.store.search.ranked(
-                fts, topic_id=topic_id, categories=categories, since=since, limit=size, offset=checked
-            )
-            checked += len(batch)
-            verdicts = await asyncio.to_thread(matching, query, [hit.paper for hit in batch])
-            found += [hit for hit, ok in zip(batch, verdicts, strict=True) if ok]
-            if len(found) >= want:
-                return SearchResult(found[:want], checked, True)
-            if len(batch) < size:
-                return SearchResult(found, checked, True)
-            size *= 2
-        more = await self.store.search.ranked(
-            fts, topic_id=topic_id, categories=categories, since=since, limit=1, offset=checked
-        )
-        return SearchResult(found, checked, not more)
+        self.index.forget(topic.id)

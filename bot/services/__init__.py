@@ -1,0 +1,63 @@
+"""The use cases, one module per area. Cogs and the command line call these and render what they return; the
+services are the only callers of the store, the topic index and the sources (through the intake, for papers).
+
+Each service checks its input once and raises the project's own errors (bot/errors.py and the errors next to
+each service), whose messages say what to do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from bot.clock import Clock
+from bot.config import Settings
+from bot.intake import Intake
+from bot.services.follows import FollowService
+from bot.services.history import HistoryService
+from bot.services.momentum import MomentumService
+from bot.services.status import StatusService
+from bot.services.topics import TopicLimits, TopicService
+from bot.sources.arxiv_api import ArxivClient
+from bot.store import Store
+from bot.topics.index import TopicIndex
+
+__all__ = [
+    "FollowService",
+    "HistoryService",
+    "MomentumService",
+    "Services",
+    "StatusService",
+    "TopicService",
+]
+
+
+@dataclass(frozen=True)
+class Services:
+    topics: TopicService  # finding topics, a server's own topics within its limits
+    follows: FollowService  # follow, unfollow, what a server follows
+    history: HistoryService  # latest, search, every match of a query, one paper by id
+    momentum: MomentumService  # one topic's momentum, a server's topics ranked
+    status: StatusService  # what /status shows, the counts the CLI prints
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        store: Store,
+        index: TopicIndex,
+        arxiv: ArxivClient,
+        intake: Intake,
+        clock: Clock,
+        settings: Settings,
+        limits: TopicLimits | None = None,
+    ) -> Services:
+        limits = limits or TopicLimits()
+        topics = TopicService(store, index, clock, limits)
+        return cls(
+            topics=topics,
+            follows=FollowService(store, topics, clock),
+            history=HistoryService(store, index, arxiv, intake, limits),
+            momentum=MomentumService(store, index, clock, settings.arxiv_categories),
+            status=StatusService(store, clock, timedelta(minutes=settings.poll_interval_minutes)),
+        )

@@ -1,0 +1,199 @@
+"""Follows: which channels of a server receive which topics' new papers, and how.
+
+Following is two steps, so that every mistake is found before anything changes (and, in Discord, before the
+answer is deferred, so it stays private): `plan` checks the input, finds the topic or plans the server's own
+(through the topic use cases, with their limits), and names the channels whose posts a changed query would
+change; `follow` carries the plan out. Who may do it (Discord permissions) is the caller's to check between the
+two: the plan holds the plain data that decision needs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from bot.clock import Clock
+from bot.errors import PaperwatchError
+from bot.models import Follow, Mode, TopicRow
+from bot.services.topics import TopicPlan, TopicService, clean_name
+from bot.store import Store
+
+MODES: tuple[Mode, ...] = ("each", "digest")
+DEFAULT_DIGEST_HOUR = 8
+
+
+class FollowError(PaperwatchError):
+    """A follow cannot be made or ended as asked."""
+
+
+def check_mode(mode: str) -> Mode:
+    for known in MODES:
+        if mode == known:
+            return known
+    raise FollowError(f"mode is how papers are posted: {' or '.join(MODES)}.")
+
+
+def check_digest_hour(hour: int) -> int:
+    if isinstance(hour, bool) or not isinstance(hour, int) or not 0 <= hour <= 23:
+        raise FollowError("digest_hour is an hour of the day in UTC, 0 to 23.")
+    return hour
+
+
+@dataclass(frozen=True)
+class FollowPlan:
+    """A checked request to follow a topic in a channel; `FollowService.follow` carries it out."""
+
+    guild_id: int
+    channel_id: int
+    mode: Mode
+    digest_hour: int
+    created_by: int | None
+    topic: TopicRow | None  # an existing topic, followed as it is...
+    topic_plan: TopicPlan | None  # ...or the server's own, created or given a new query first
+    # Channels of this server following the topic whose query the plan changes: what each receives changes.
+    guarded: tuple[int, ...] = ()
+
+    @property
+    def changed_topic(self) -> TopicRow | None:
+        """The topic whose query the plan changes, if it changes one."""
+        plan = self.topic_plan
+        return plan.current if plan is not None and plan.changes_query else None
+
+
+@dataclass(frozen=True)
+class Followed:
+    """What a follow did: the follow (new or updated) and what happened to its topic on the way."""
+
+    topic: TopicRow
+    follow: Follow
+    is_new: bool  # the channel did not follow the topic before
+    created_topic: bool  # the server's own topic was created for it
+    changed_query: bool  # the server's own topic got a new query (its history matched again)
+    matched: int  # stored papers the created or changed topic matches
+
+
+@dataclass(frozen=True)
+class UnfollowPlan:
+    guild_id: int
+    topic: TopicRow
+    channel_id: int | None  # None: every channel of the server
+    following: tuple[Follow, ...]  # every follow of the topic in this server
+
+    @property
+    def ending(self) -> list[Follow]:
+        """The follows this unfollow ends."""
+        return [f for f in self.following if self.channel_id is None or f.channel_id == self.channel_id]
+
+    @property
+    def deletes_topic(self) -> bool:
+        """The server's own topic that nothing follows any more: unfollowing it again deletes it."""
+        return not self.following and self.channel_id is None and not self.topic.is_catalog
+
+    @property
+    def ends_every_follow(self) -> bool:
+        return len(self.ending) == len(self.following)
+
+
+class FollowService:
+    def __init__(self, store: Store, topics: TopicService, clock: Clock) -> None:
+        self.store = store
+        self.topics = topics
+        self.clock = clock
+
+    async def in_server(self, guild_id: int) -> list[Follow]:
+        """A server's follows, by topic name then channel."""
+        return await self.store.follows.for_guild(guild_id)
+
+    async def plan(
+        self,
+        guild_id: int,
+        channel_id: int,
+        topic: str,
+        *,
+        query: str | None = None,
+        mode: str = "each",
+        digest_hour: int = DEFAULT_DIGEST_HOUR,
+        created_by: int | None = None,
+    ) -> FollowPlan:
+        """Check a request to follow `topic` (a name) in a channel, without changing anything. With `query`, the
+        topic is the server's own, created or given that query. Raises the topic use cases' errors (unknown
+        topic, a bad or too broad query, a limit reached) and FollowError."""
+        checked_mode = check_mode(mode)
+        check_digest_hour(digest_hour)
+        name = clean_name(topic)
+        if query is None:
+            row = await self.topics.resolve(guild_id, name)
+            return FollowPlan(guild_id, channel_id, checked_mode, digest_hour, created_by, row, None)
+        topic_plan = await self.topics.plan_custom(guild_id, name, query)
+        plan = FollowPlan(guild_id, channel_id, checked_mode, digest_hour, created_by, None, topic_plan)
+        changed = plan.changed_topic
+        if changed is None:
+            return plan
+        following = [f.channel_id for f in await self.in_server(guild_id) if f.topic_id == changed.id]
+        return replace(plan, guarded=tuple(following))
+
+    async def follow(self, plan: FollowPlan) -> Followed:
+        """Carry out a plan: create or change the server's topic (matching its history), then follow it."""
+        matched = 0
+        if plan.topic_plan is not None:
+            topic, matched = await self.topics.save(plan.topic_plan)
+        else:
+            assert plan.topic is not None  # a plan names a topic or plans one
+            topic = plan.topic
+        follow, is_new = await self._upsert(
+            plan.guild_id, plan.channel_id, topic, plan.mode, plan.digest_hour, plan.created_by
+        )
+        created = plan.topic_plan is not None and plan.topic_plan.current is None
+        return Followed(topic, follow, is_new, created, plan.changed_topic is not None, matched)
+
+    async def follow_topic(
+        self,
+        guild_id: int,
+        channel_id: int,
+        topic: TopicRow,
+        *,
+        mode: str = "each",
+        digest_hour: int = DEFAULT_DIGEST_HOUR,
+        created_by: int | None = None,
+    ) -> tuple[Follow, bool]:
+        """Follow a topic already found (the terminal's follows); returns the follow and whether it is new."""
+        return await self._upsert(
+            guild_id, channel_id, topic, check_mode(mode), check_digest_hour(digest_hour), created_by
+        )
+
+    async def _upsert(
+        self,
+        guild_id: int,
+        channel_id: int,
+        topic: TopicRow,
+        mode: Mode,
+        digest_hour: int,
+        created_by: int | None,
+    ) -> tuple[Follow, bool]:
+        """Follow, or change how an existing follow posts (which also clears a broken mark)."""
+        return await self.store.follows.upsert(
+            guild_id=guild_id,
+            channel_id=channel_id,
+            topic_id=topic.id,
+            mode=mode,
+            digest_hour=digest_hour,
+            created_by=created_by,
+            at=self.clock.now(),
+        )
+
+    # ---- unfollowing ---------------------------------------------------------------------------------------
+
+    async def plan_unfollow(self, guild_id: int, topic: str, channel_id: int | None = None) -> UnfollowPlan:
+        """Find what unfollowing `topic` (in one channel, or the whole server) would end, changing nothing."""
+        row = await self.topics.resolve(guild_id, topic)
+        following = tuple(f for f in await self.in_server(guild_id) if f.topic_id == row.id)
+        return UnfollowPlan(guild_id, row, channel_id, following)
+
+    async def unfollow(self, plan: UnfollowPlan) -> int:
+        """End the plan's follows; returns how many ended. Their pending posts go with them."""
+        return await self.store.follows.remove(plan.guild_id, plan.topic.id, plan.channel_id)
+
+    async def delete_topic(self, plan: UnfollowPlan) -> None:
+        """Delete the server's own topic that nothing follows any more (`plan.deletes_topic`)."""
+        if not plan.deletes_topic:
+            raise FollowError(f"“{plan.topic.name}” is still followed or is a catalog topic: it stays.")
+        await self.topics.delete_custom(plan.topic)

@@ -1,0 +1,141 @@
+"""The stored history: a topic's newest papers, searches with an arXiv-style query, every match of a query,
+and one paper by id (fetched from arXiv and stored when it is not stored yet)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from dataclasses import dataclass
+from datetime import datetime
+
+from bot.errors import PaperwatchError, SourceError
+from bot.intake import Intake
+from bot.models import HIGHLIGHT_END as HIGHLIGHT_END  # re-exported: a hit's snippet marks
+from bot.models import HIGHLIGHT_START as HIGHLIGHT_START
+from bot.models import Paper, SearchHit, TopicRow
+from bot.services.topics import TopicError, TopicLimits
+from bot.sources.arxiv_api import ArxivClient
+from bot.store import Store
+from bot.topics.index import TopicIndex, confirmed
+from bot.topics.query import TopicQuery
+
+MAX_LATEST = 50  # papers one /latest lists
+MAX_SEARCH_RESULTS = 50  # hits one /search shows
+FIRST_SEARCH_BATCH = 500  # candidates of a search's first trip to the evaluator; each next trip doubles
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    hits: list[SearchHit]  # confirmed matches, best first
+    checked: int  # candidates the exact evaluator looked at
+    complete: bool  # every candidate was checked: no other stored paper matches
+
+
+def check_latest_count(count: int) -> None:
+    if not 1 <= count <= MAX_LATEST:
+        raise TopicError(f"count is how many papers to list: a whole number from 1 to {MAX_LATEST}.")
+
+
+class HistoryService:
+    def __init__(
+        self,
+        store: Store,
+        index: TopicIndex,
+        arxiv: ArxivClient,
+        intake: Intake,
+        limits: TopicLimits | None = None,
+    ) -> None:
+        self.store = store
+        self.index = index
+        self.arxiv = arxiv
+        self.intake = intake
+        self.limits = limits or TopicLimits()
+
+    async def latest(self, topic: TopicRow, count: int) -> list[Paper]:
+        """A topic's newest `count` papers (1 to MAX_LATEST), newest first."""
+        check_latest_count(count)
+        return await self.store.topics.latest_papers(topic.id, count)
+
+    async def count_matches(self, topic: TopicRow, start: datetime, end: datetime) -> int:
+        """A topic's papers first submitted in [start, end)."""
+        return await self.store.topics.count_matches(topic.id, start, end)
+
+    async def search(
+        self,
+        query: TopicQuery,
+        *,
+        topic: TopicRow | None = None,
+        since: datetime | None = None,
+        want: int = MAX_SEARCH_RESULTS,
+    ) -> SearchResult:
+        """The `want` best stored matches of a query, best first. Candidates come from the full-text index in
+        growing batches and are confirmed by the exact evaluator until `want` are found, none is left, or
+        `limits.search_candidates` were checked (then the result is not complete)."""
+        categories = await self.index.stored_categories(query)
+        if categories is None:  # a category no stored paper has: nothing can match
+            return SearchResult([], 0, True)
+        bound = self.limits.search_candidates
+        fts = query.to_fts5()
+        topic_id = topic.id if topic is not None else None
+
+        async def ranked(offset: int, limit: int) -> list[SearchHit]:
+            return await self.store.search.ranked(
+                fts, topic_id=topic_id, categories=categories, since=since, limit=limit, offset=offset
+            )
+
+        async def batches() -> AsyncIterator[list[SearchHit]]:
+            offset, size = 0, FIRST_SEARCH_BATCH
+            while offset < bound:
+                size = min(size, bound - offset)
+                batch = await ranked(offset, size)
+                yield batch
+                if len(batch) < size:
+                    return  # the index has no more candidates
+                offset += size
+                size *= 2
+
+        found: list[SearchHit] = []
+        checked = 0
+        async with aclosing(confirmed(query, batches(), lambda hit: hit.paper)) as confirming:
+            async for size, hits in confirming:
+                checked += size
+                found += hits
+                if len(found) >= want:
+                    return SearchResult(found[:want], checked, True)
+        if checked < bound:  # the candidates ran out before the bound
+            return SearchResult(found, checked, True)
+        return SearchResult(found, checked, not await ranked(checked, 1))
+
+    async def matches(self, query: TopicQuery, *, since: datetime | None = None) -> list[Paper]:
+        """Every stored paper the query matches (submitted since `since`), newest first."""
+        found = [paper async for papers in self.index.history(query, since=since) for paper in papers]
+        return sorted(found, key=lambda p: p.published, reverse=True)
+
+    # ---- one paper -------------------------------------------------------------------------------------------
+
+    async def stored(self, arxiv_id: str) -> Paper | None:
+        """The stored paper of that base id (no version), or None."""
+        return await self.store.papers.get(arxiv_id)
+
+    async def fetch(self, arxiv_id: str) -> Paper:
+        """A paper not stored yet, from arXiv: stored and matched to topics through the intake, never posted
+        (nobody follows a paper someone looked up by hand)."""
+        try:
+            papers = await self.arxiv.fetch_ids([arxiv_id])
+        except SourceError as exc:
+            raise PaperwatchError(
+                f"arXiv did not answer for {arxiv_id} just now. Please try again in a few minutes."
+            ) from exc
+        paper = next((p for p in papers if p.arxiv_id == arxiv_id), None)
+        if paper is None:
+            raise PaperwatchError(
+                f"arXiv has no paper {arxiv_id}. Check the id, e.g. on https://arxiv.org/abs/{arxiv_id}."
+            )
+        await self.intake.store_papers([paper], announce=False)
+        return paper
+
+    async def topic_names(self, guild_id: int, paper: Paper) -> list[str]:
+        """Names of the topics this server can see (catalog and its own) that the paper matches, by name; never
+        another server's topics."""
+        matching = self.index.topics_matching(paper)
+        return [t.name for t in await self.store.topics.visible_to(guild_id) if t.id in matching]

@@ -1,0 +1,165 @@
+"""The topic index: the catalog synced at start, new papers matched in their transaction, a topic's history
+matched off the event loop, and legacy topic rows re-keyed."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from bot.clock import FakeClock
+from bot.models import Paper
+from bot.services.topics import TopicService
+from bot.store import Store
+from bot.store.database import bundled_migrations
+from bot.topics.catalog import find_topic, load_catalog
+from bot.topics.index import TopicIndex
+from bot.topics.query import parse_query
+from tests.factories import GRPO, ROBOT, make_paper
+
+
+async def test_catalog_topics_match_the_stored_history_at_start(store: Store, clock: FakeClock) -> None:
+    await store.papers.upsert([GRPO, ROBOT], seen_at=clock.now())
+    catalog = load_catalog()
+    await TopicIndex(store, clock).start(catalog)
+    grpo = await store.topics.find(0, "Group Relative Policy Optimization")
+    assert grpo is not None
+    assert [p.arxiv_id for p in await store.topics.latest_papers(grpo.id, 10)] == [GRPO.arxiv_id]
+    assert len(await store.topics.all()) == len(catalog)
+    # starting again changes nothing and matches nothing twice
+    await TopicIndex(store, clock).start(catalog)
+    assert (
+        await store.topics.count_matches(grpo.id, GRPO.published, GRPO.published + timedelta(seconds=1)) == 1
+    )
+
+
+async def test_new_papers_are_matched_inside_their_transaction(store: Store, clock: FakeClock) -> None:
+    index = TopicIndex(store, clock)
+    catalog = load_catalog()
+    await index.start([t for t in catalog if t.name in ("RL Post-Training", "Robot Learning")])
+    async with store.transaction():
+        result = await store.papers.upsert([GRPO, ROBOT], seen_at=clock.now())
+        matches = await index.record_matches(result, [GRPO, ROBOT])
+    rl = await store.topics.find(0, "rl-post-training")
+    assert rl is not None and rl.id in matches[GRPO.arxiv_id]
+    assert rl.id not in matches.get(ROBOT.arxiv_id, set())
+    assert find_topic(catalog, "RL Post-Training") is not None
+
+
+# ---- legacy rows re-keyed at start ------------------------------------------------------------------------
+
+
+def legacy_database(path: Path, topics: list[tuple[int, str, str, str]]) -> None:
+    """A database as the last release left it (migrations before 0007), holding `topics` rows
+    (guild_id, slug, name, query) with the slugs that release gave them."""
+    conn = sqlite3.connect(path)
+    conn.execute(
+        "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)"
+    )
+    for version, name, sql in bundled_migrations():
+        if version < 7:
+            conn.executescript(sql)
+            conn.execute("INSERT INTO schema_migrations VALUES (?, ?, 0)", (version, name))
+    conn.executemany(
+        "INSERT INTO topics (guild_id, slug, name, query, created_at, updated_at) VALUES (?, ?, ?, ?, 0, 0)",
+        topics,
+    )
+    conn.commit()
+    conn.close()
+
+
+async def test_migration_gives_legacy_topics_their_unicode_keys(tmp_path: Path, clock: FakeClock) -> None:
+    path = tmp_path / "legacy.sqlite3"
+    legacy_database(
+        path,
+        [
+            (9, "topic", "量子", "ti:quantum"),  # what the ASCII-only slug made of any CJK name
+            (9, "metodos-opticos", "Métodos ópticos", "ti:optics"),
+            (9, "graph-theory", "Graph Theory", "ti:graph"),  # ASCII: its key is its old slug
+            (9, "strasse", "Strasse", "ti:road"),
+            (9, "strae", "Straße", "ti:street"),  # its new key, strasse, is taken: stays reachable by name
+        ],
+    )
+    async with await Store.open(path, clock) as store:
+        index = TopicIndex(store, clock)
+        await index.start([])
+        service = TopicService(store, index, clock)
+        slugs = {t.name: t.slug for t in await store.topics.own(9)}
+        assert slugs["量子"] == "量子" and slugs["Métodos ópticos"] == "métodos-ópticos"
+        assert slugs["Graph Theory"] == "graph-theory" and slugs["Strasse"] == "strasse"
+        assert slugs["Straße"].startswith("strasse-")
+        assert (await service.find(9, "Straße")).query == "ti:street"  # type: ignore[union-attr]
+        # a new name that the old slug "topic" would have swallowed is its own topic now
+        topic, _ = await service.save_custom(9, "Topic", "ti:topics")
+        robot, _ = await service.save_custom(9, "ロボット", "ti:robot")
+        assert {topic.slug, robot.slug} == {"topic", "ロボット"}
+        assert (await service.find(9, "量子")).query == "ti:quantum"  # type: ignore[union-attr]
+        await TopicIndex(store, clock).start([])  # the queue is done: a second start changes nothing
+        assert {t.name: t.slug for t in await store.topics.own(9)} == {
+            **slugs,
+            "Topic": "topic",
+            "ロボット": "ロボット",
+        }
+
+
+# ---- the history match runs off the event loop ---------------------------------------------------------------
+
+
+def crowd(n: int, start: int = 5000) -> list[Paper]:
+    """Papers whose titles share a prefix ("kalman"/"lorentz"...) and a word ("common")."""
+    words = ["kalman", "karma", "lorentz", "logic"]
+    return [
+        make_paper(start + i, title=f"{words[i % 4]} filters and common things {i}", abstract="We study it.")
+        for i in range(n)
+    ]
+
+
+class RecordingExecutor(ThreadPoolExecutor):
+    """The loop's default executor (what asyncio.to_thread uses), noting the threads its work ran on."""
+
+    def __init__(self) -> None:
+        super().__init__(max_workers=2)
+        self.threads: list[int] = []
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        def run() -> Any:
+            self.threads.append(threading.get_ident())
+            return fn(*args, **kwargs)
+
+        return super().submit(run)
+
+
+async def test_matching_a_history_evaluates_in_worker_threads_batch_by_batch(
+    store: Store, clock: FakeClock
+) -> None:
+    papers = crowd(2500)
+    await store.papers.upsert(papers, seen_at=clock.now())
+    executor = RecordingExecutor()
+    asyncio.get_running_loop().set_default_executor(executor)
+    index = TopicIndex(store, clock)
+    query = parse_query("ti:filters ANDNOT ti:karma")
+    row = await store.topics.create(
+        guild_id=1, name="Filters", description="", query=query.text, at=clock.now()
+    )
+    matched = await index.match_history(row.id, query)
+    assert matched == 2500 - 625
+    assert len(executor.threads) >= 3  # one trip per batch of 1,000 candidates
+    assert threading.get_ident() not in executor.threads
+
+
+async def test_a_history_match_of_a_query_the_topic_no_longer_has_adds_nothing(
+    store: Store, clock: FakeClock
+) -> None:
+    await store.papers.upsert(crowd(2500), seen_at=clock.now())
+    index = TopicIndex(store, clock)
+    service = TopicService(store, index, clock)
+    topic, _ = await service.save_custom(1, "Filters", "ti:kalman")
+    stale = parse_query("ti:filters")  # e.g. a match still running when /follow gave the topic a new query
+    assert await index.match_history(topic.id, stale) == 0
+    assert len(await store.topics.latest_papers(topic.id, 1000)) == 625
+    await service.delete_custom(topic)  # e.g. /unfollow deleting it while a match still runs
+    assert await index.match_history(topic.id, parse_query("ti:kalman")) == 0
