@@ -14,7 +14,7 @@ from typing import Any
 from bot.clock import FakeClock
 from bot.models import Paper
 from bot.services.topics import TopicService
-from bot.store import Store
+from bot.store import SqliteStore, Store
 from bot.store.database import bundled_migrations
 from bot.topics.catalog import find_topic, load_catalog
 from bot.topics.index import TopicIndex
@@ -84,7 +84,7 @@ async def test_migration_gives_legacy_topics_their_unicode_keys(tmp_path: Path, 
             (9, "strae", "Straße", "ti:street"),  # its new key, strasse, is taken: stays reachable by name
         ],
     )
-    async with await Store.open(path, clock) as store:
+    async with await SqliteStore.open(path, clock) as store:
         index = TopicIndex(store, clock)
         await index.start([])
         service = TopicService(store, index, clock)
