@@ -283,14 +283,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--catalog", type=Path, metavar="FILE", help="a catalog file (default: the packaged one)"
     )
-    args = parser.parse_args(argv)  # fmt: skip
+    args = parser.parse_args(argv)
     try:
         catalog = load_catalog(args.catalog)
         topics = None
         if args.topic is not None:
             topic = find_topic(catalog, args.topic)
             if topic is None:
-                raise PaperwatchError(f"no catalog topic named {args.topic!r}")
+                raise PaperwatchError(
+                    f"no catalog topic named {args.topic!r}; `python -m bot topics` lists them"
+                )
             topics = [topic.slug]
         results = evaluate(load_labels(args.labels, catalog).only(args.half), catalog, topics)
     except PaperwatchError as exc:
