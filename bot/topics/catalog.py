@@ -1,7 +1,8 @@
-"""The curated topic catalog: named, described arXiv queries that a server can follow by name.
+"""The curated topic catalog: named, defined arXiv queries that a server can follow by name, in a tree.
 
-The packaged `catalog.toml` is validated as a whole when loaded, so a typo in one topic fails at start-up
-with a message naming that topic instead of surfacing later as a topic that silently never matches.
+The packaged `catalog.toml` is validated as a whole when loaded, so a typo in one topic (or a parent link
+that cannot form a tree) fails at start-up with a message naming that topic instead of surfacing later as a
+topic that silently never matches.
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ from typing import Any
 
 from bot.errors import ConfigError
 from bot.models import fold_name, topic_key
+from bot.topics.hierarchy import Hierarchy, HierarchyError
 from bot.topics.query import QuerySyntaxError, TopicQuery, parse_query
 
 _SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-_REQUIRED = ("slug", "name", "description", "query")
-_KNOWN = frozenset((*_REQUIRED, "categories"))
+_REQUIRED = ("slug", "name", "description", "definition", "query")
+_KNOWN = frozenset((*_REQUIRED, "categories", "parent"))
 
 
 class CatalogError(ConfigError):
@@ -34,14 +36,21 @@ class CatalogTopic:
     description: str
     query: TopicQuery
     categories: tuple[str, ...] = ()  # a hint for backfill; matching never filters on it
+    parent: str | None = None  # the parent topic's slug: every paper of this topic belongs to it too
+    definition: str = ""  # what belongs and what does not, in the catalog's words (description is the gist)
+
+
+def catalog_hierarchy(catalog: list[CatalogTopic]) -> Hierarchy:
+    """The catalog's tree by slug (see bot.topics.hierarchy for the matching rule)."""
+    return Hierarchy({topic.slug: topic.parent for topic in catalog})
 
 
 def load_catalog(path: Path | None = None) -> list[CatalogTopic]:
     """Load and validate a catalog file (default: the packaged `catalog.toml`), in file order.
 
     Raises CatalogError on unreadable or invalid TOML, a missing or empty field, a malformed slug,
-    a query that does not parse, or a slug or name that repeats another topic's (by key: case, spacing and
-    punctuation aside, in any script).
+    a query that does not parse, a slug or name that repeats another topic's (by key: case, spacing and
+    punctuation aside, in any script), or a parent that is unknown, the topic itself, or on a cycle.
     """
     source, text = _read(path)
     try:
@@ -53,6 +62,7 @@ def load_catalog(path: Path | None = None) -> list[CatalogTopic]:
         raise CatalogError(f"{source}: no [[topic]] tables found")
     topics = [_parse_topic(entry, index, source) for index, entry in enumerate(entries, start=1)]
     _check_unique(topics, source)
+    _check_tree(topics, source)
     return topics
 
 
@@ -100,12 +110,19 @@ def _parse_topic(entry: object, index: int, source: str) -> CatalogTopic:
     except QuerySyntaxError as exc:
         # The pointer shows the collapsed one-line query, which is what the positions refer to.
         raise fail(f"query does not parse: {exc}\n{exc.pointer()}") from None
+    parent = entry.get("parent")
+    if parent is not None and (not isinstance(parent, str) or not _SLUG.match(parent)):
+        raise fail(
+            f"'parent' must be the slug of another catalog topic, e.g. \"rl-post-training\" (got {parent!r})"
+        )
     return CatalogTopic(
         slug=fields["slug"],
         name=fields["name"],
         description=fields["description"],
         query=query,
         categories=_categories(entry.get("categories", []), fail),
+        parent=parent,
+        definition=fields["definition"],
     )
 
 
@@ -127,6 +144,17 @@ def _check_unique(topics: list[CatalogTopic], source: str) -> None:
                     f"already used by topic {_describe(other)}: slugs and names must be unique"
                 )
             owners[key] = topic
+
+
+def _check_tree(topics: list[CatalogTopic], source: str) -> None:
+    try:
+        catalog_hierarchy(topics)
+    except HierarchyError as exc:
+        topic = next(t for t in topics if t.slug == exc.topic)
+        raise CatalogError(
+            f"{source}: topic {_describe(topic)} {exc.problem} (a parent is another catalog topic's slug, "
+            "and no topic may be its own ancestor)"
+        ) from None
 
 
 def _label(entry: dict[str, Any], index: int) -> str:

@@ -1,5 +1,6 @@
-"""The curated catalog: it loads, covers the promised topics, and each query separates its labelled
-positive examples from near-miss negatives (tests/topics/catalog_examples.toml)."""
+"""The curated catalog: it loads, covers the promised topics in a tree, and each topic separates its labelled
+positive examples from near-miss negatives (tests/topics/catalog_examples.toml) under the hierarchy's rule: a
+topic matches a paper when its own query or a descendant's does."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 
 from bot.errors import ConfigError
 from bot.models import Author, Paper
-from bot.topics.catalog import CatalogError, CatalogTopic, find_topic, load_catalog
+from bot.topics.catalog import CatalogError, CatalogTopic, catalog_hierarchy, find_topic, load_catalog
 
 CATALOG_FILE = Path(__file__).parents[2] / "bot" / "topics" / "catalog.toml"
 EXAMPLES: dict[str, dict[str, list[dict[str, Any]]]] = tomllib.loads(
@@ -21,6 +22,7 @@ EXAMPLES: dict[str, dict[str, list[dict[str, Any]]]] = tomllib.loads(
 )
 CATALOG = load_catalog()
 BY_SLUG = {topic.slug: topic for topic in CATALOG}
+TREE = catalog_hierarchy(CATALOG)
 
 REQUIRED_NAMES = (
     "RL Post-Training", "Group Relative Policy Optimization", "Direct Preference Optimization",
@@ -53,13 +55,18 @@ def make_paper(example: dict[str, Any], n: int = 1) -> Paper:
     )
 
 
+def topic_matches(slug: str, paper: Paper) -> bool:
+    """The follower's view: the topic's own query or any descendant's matches."""
+    return TREE.matches(slug, lambda key: BY_SLUG[key].query.matches(paper))
+
+
 def mismatches(topic: CatalogTopic, kind: str, expected: bool) -> list[str]:
     """Titles of the topic's `kind` examples whose match result differs from `expected`."""
     examples = EXAMPLES[topic.slug][kind]
     return [
         ex["title"]
         for n, ex in enumerate(examples, start=1)
-        if topic.query.matches(make_paper(ex, n)) is not expected
+        if topic_matches(topic.slug, make_paper(ex, n)) is not expected
     ]
 
 
@@ -85,15 +92,33 @@ def test_topics_are_described_for_a_reader_choosing_what_to_follow() -> None:
         assert "\n" not in topic.description and "  " not in topic.description, topic.slug
 
 
-def test_every_query_stays_under_500_characters() -> None:
-    raw = tomllib.loads(CATALOG_FILE.read_text(encoding="utf-8"))["topic"]
-    lengths = {entry["slug"]: len(" ".join(entry["query"].split())) for entry in raw}
-    assert {slug: n for slug, n in lengths.items() if n >= 500} == {}
+def test_every_topic_defines_what_belongs_and_what_does_not() -> None:
+    for topic in CATALOG:
+        assert "Out:" in topic.definition, f"{topic.slug}: the definition should say what does not belong"
+        assert len(topic.definition) > len(topic.description) / 2, topic.slug
 
 
-def test_categories_hint_is_kept_as_a_tuple() -> None:
-    assert BY_SLUG["speech-recognition"].categories[0] == "eess.AS"
-    assert all(isinstance(t.categories, tuple) for t in CATALOG)
+def test_rl_post_training_is_the_parent_of_its_sub_topics() -> None:
+    children = {BY_SLUG[slug].name for slug in TREE.children("rl-post-training")}
+    assert children >= {
+        "Group Relative Policy Optimization", "RL with Verifiable Rewards", "RL from Human Feedback",
+        "Direct Preference Optimization", "Reward Modeling", "Reward Hacking", "On-Policy Distillation",
+        "Credit Assignment in RL", "Curriculum RL", "RL for Code Generation", "LLM Agent Training",
+        "Multi-Objective RL", "RL for Diffusion Models", "RL for Multimodal Models",
+        "RL for Robot and Action Models", "RL Training Systems",
+    }  # fmt: skip
+    assert TREE.ancestors("process-reward-models") == ["reward-modeling", "rl-post-training"]
+    assert TREE.roots()[0] == "rl-post-training"
+
+
+def test_a_paper_of_a_child_topic_reaches_the_parent_through_the_tree() -> None:
+    # The site's RL Post-Training includes self-distillation and preference-tuned generators, which the
+    # parent's own query does not name: its followers get them through the children.
+    parent = BY_SLUG["rl-post-training"]
+    papers = [make_paper(ex, n) for n, ex in enumerate(EXAMPLES[parent.slug]["positive"], start=1)]
+    through_children = [p.title for p in papers if not parent.query.matches(p)]
+    assert "Quality-Gated Self-Distillation for GUI Grounding" in through_children
+    assert all(topic_matches(parent.slug, p) for p in papers)
 
 
 # --- labelled examples -------------------------------------------------------------------------
@@ -167,13 +192,23 @@ GOOD_TOPIC = """
 slug = "{slug}"
 name = "{name}"
 description = "{description}"
+definition = "{definition}"
 query = '{query}'
-"""
+{parent}"""
 
 
 def write_catalog(tmp_path: Path, *topics: dict[str, str], extra: str = "") -> Path:
-    defaults = {"description": "Covers things.", "query": '"offline RL"'}
-    text = "".join(GOOD_TOPIC.format(**(defaults | topic)) for topic in topics) + extra
+    defaults = {
+        "description": "Covers things.",
+        "definition": "Things. Out: other things.",
+        "query": '"offline RL"',
+    }
+    filled = ({**defaults, **topic} for topic in topics)
+    text = "".join(
+        GOOD_TOPIC.format(**(t | {"parent": f'parent = "{t["parent"]}"\n' if "parent" in t else ""}))
+        for t in filled
+    )
+    text += extra
     path = tmp_path / "catalog.toml"
     path.write_text(text, encoding="utf-8")
     return path
@@ -235,6 +270,11 @@ def test_missing_field_and_unknown_field_are_reported(tmp_path: Path) -> None:
     path.write_text('[[topic]]\nslug = "x"\nname = "X"\nquery = "GRPO"\n', encoding="utf-8")
     with pytest.raises(CatalogError, match="'description' is missing"):
         load_catalog(path)
+    path.write_text(
+        '[[topic]]\nslug = "x"\nname = "X"\ndescription = "D."\nquery = "GRPO"\n', encoding="utf-8"
+    )
+    with pytest.raises(CatalogError, match=r"'x'.*'definition' is missing"):
+        load_catalog(path)
     path = write_catalog(tmp_path, {"slug": "x", "name": "X"}, extra='descripton = "typo"\n')
     with pytest.raises(CatalogError, match=r"unknown field.*descripton"):
         load_catalog(path)
@@ -263,6 +303,53 @@ def test_unreadable_or_malformed_files_raise_catalog_errors(tmp_path: Path) -> N
     empty.write_text("# nothing yet\n", encoding="utf-8")
     with pytest.raises(CatalogError, match=r"no \[\[topic\]\] tables"):
         load_catalog(empty)
+
+
+# --- the tree ------------------------------------------------------------------------------------
+
+
+def test_a_parent_is_loaded_whatever_the_file_order(tmp_path: Path) -> None:
+    path = write_catalog(
+        tmp_path,
+        {"slug": "child", "name": "Child", "parent": "root"},
+        {"slug": "root", "name": "Root"},
+    )
+    topics = load_catalog(path)
+    assert [(t.slug, t.parent) for t in topics] == [("child", "root"), ("root", None)]
+    assert topics[0].definition == "Things. Out: other things."
+    assert catalog_hierarchy(topics).ancestors("child") == ["root"]
+
+
+def test_an_unknown_parent_fails_naming_the_topic(tmp_path: Path) -> None:
+    path = write_catalog(tmp_path, {"slug": "grpo", "name": "GRPO", "parent": "rl-post-trainig"})
+    with pytest.raises(
+        CatalogError, match=r"topic 'GRPO' \(slug 'grpo'\) names an unknown parent 'rl-post-trainig'"
+    ):
+        load_catalog(path)
+
+
+def test_a_self_parent_fails_naming_the_topic(tmp_path: Path) -> None:
+    path = write_catalog(tmp_path, {"slug": "loop", "name": "Loop", "parent": "loop"})
+    with pytest.raises(CatalogError, match=r"'Loop' \(slug 'loop'\) names itself as its parent"):
+        load_catalog(path)
+
+
+def test_a_cycle_of_parents_fails_naming_the_topics_on_it(tmp_path: Path) -> None:
+    path = write_catalog(
+        tmp_path,
+        {"slug": "root", "name": "Root"},
+        {"slug": "a", "name": "A", "parent": "b"},
+        {"slug": "b", "name": "B", "parent": "c"},
+        {"slug": "c", "name": "C", "parent": "a"},
+    )
+    with pytest.raises(CatalogError, match=r"'A' \(slug 'a'\) is its own ancestor: 'a' -> 'b' -> 'c' -> 'a'"):
+        load_catalog(path)
+
+
+def test_a_parent_must_be_a_slug(tmp_path: Path) -> None:
+    path = write_catalog(tmp_path, {"slug": "x", "name": "X", "parent": "RL Post-Training"})
+    with pytest.raises(CatalogError, match="'parent' must be the slug of another catalog topic"):
+        load_catalog(path)
 
 
 def test_catalog_errors_are_config_errors() -> None:
