@@ -80,7 +80,12 @@ async def open_context(
     clock = clock or SystemClock()
     store = await open_store(settings.database_path, clock)
     http = build_http_client(settings.user_agent)
-    polite = PoliteHttp(http, clock, min_interval=settings.arxiv_min_interval_seconds)
+    polite = PoliteHttp(
+        http,
+        clock,
+        min_interval=settings.arxiv_min_interval_seconds,
+        deadline=settings.arxiv_request_deadline_seconds,
+    )
     try:
         index = TopicIndex(store, clock)
         await index.start([*load_catalog(), *extra_topics])

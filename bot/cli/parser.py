@@ -12,10 +12,10 @@ from typing import NoReturn
 from bot.config import (
     MAX_HISTORY_DAYS,
     MAX_MATCH_LIMIT,
-    MAX_MOMENTUM_WEEKS,
     MAX_STATS_WEEKS,
     check_categories,
 )
+from bot.momentum import MAX_WEEKS
 
 EXIT_BAD_INPUT = 2
 EXIT_UNREACHABLE = 3
@@ -114,9 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
     momentum.add_argument("topic", help='a catalog topic\'s name or slug, e.g. "RL Post-Training"')
     momentum.add_argument(
         "--weeks",
-        type=whole_number(1, MAX_MOMENTUM_WEEKS),
+        type=whole_number(1, MAX_WEEKS),
         default=4,
-        help=f"window length in weeks (1-{MAX_MOMENTUM_WEEKS}, default 4)",
+        help=f"window length in weeks (1-{MAX_WEEKS}, default 4)",
     )
     momentum.add_argument(
         "--png", type=Path, metavar="FILE", help="also write the weekly chart to this PNG file"
