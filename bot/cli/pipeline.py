@@ -11,8 +11,16 @@ from bot.cli.parser import program_name
 from bot.clock import Clock
 from bot.config import Settings, require_contact
 from bot.console import CONSOLE_GUILD, ConsolePoster, console_channel
-from bot.context import open_context
+from bot.context import AppContext, open_context
 from bot.errors import SourceError
+
+
+async def read_announcements(ctx: AppContext) -> str | None:
+    """After the API's cycle, the RSS announcement feed's (the backstop of a failed API cycle, except with
+    --once, which stops at once to say so); its summary, or None when ARXIV_RSS_URL is off. Its own failure
+    stops nothing: the summary says so and the next poll reads it again."""
+    cycle = ctx.announcements()
+    return (await cycle.run_once()).summary() if cycle is not None else None
 
 
 async def cmd_poll(settings: Settings, once: bool, clock: Clock | None) -> int:
@@ -23,7 +31,10 @@ async def cmd_poll(settings: Settings, once: bool, clock: Clock | None) -> int:
             report = await ingestor.poll_once()
             if once and not report.complete:
                 raise poll_failed(settings, report, f"run `{program_name()} poll --once` again")
+            announced = await read_announcements(ctx)
             print(report.summary(), flush=True)
+            if announced:
+                print(announced, flush=True)
             total = await ctx.services.status.papers_stored()
             print(f"{total} papers in {settings.database_path}", flush=True)
             if once:
@@ -73,6 +84,9 @@ async def cmd_watch(settings: Settings, name: str, once: bool, clock: Clock | No
             report = await ctx.ingestor().poll_once()
             if once and not report.complete:
                 raise poll_failed(settings, report, f"run `{program_name()} watch` again")
+            announced = await read_announcements(ctx)
+            if announced:
+                print(f"[{ctx.clock.now():%H:%M} UTC] {announced}", flush=True)
             if first:  # after the first poll, so that even a fresh database has something to show
                 print(f"Watching {topic.name}: {(await use.momentum.topic(topic)).sentence()}")
                 for paper in reversed(await use.history.latest(topic, 3)):
