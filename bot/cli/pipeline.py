@@ -84,9 +84,6 @@ async def cmd_watch(settings: Settings, name: str, once: bool, clock: Clock | No
             report = await ctx.ingestor().poll_once()
             if once and not report.complete:
                 raise poll_failed(settings, report, f"run `{program_name()} watch` again")
-            announced = await read_announcements(ctx)
-            if announced:
-                print(f"[{ctx.clock.now():%H:%M} UTC] {announced}", flush=True)
             if first:  # after the first poll, so that even a fresh database has something to show
                 print(f"Watching {topic.name}: {(await use.momentum.topic(topic)).sentence()}")
                 for paper in reversed(await use.history.latest(topic, 3)):
@@ -94,7 +91,10 @@ async def cmd_watch(settings: Settings, name: str, once: bool, clock: Clock | No
                 print(f"Database: {settings.database_path}")
                 print("New papers will appear below as they are announced (Ctrl+C to stop).", flush=True)
                 first = False
+            announced = await read_announcements(ctx)  # its new papers come as cards below, like the poll's
             delivered = await worker.deliver_once()
+            if announced:
+                print(f"[{ctx.clock.now():%H:%M} UTC] {announced}", flush=True)
             print(
                 f"[{ctx.clock.now():%H:%M} UTC] {report.summary()}; {delivered.sent} new for {topic.name}",
                 flush=True,
