@@ -244,6 +244,27 @@ async def test_arxiv_rss_url_off_reads_no_feed(tmp_path: Path) -> None:
         assert ctx.announcements() is None
 
 
-def test_announcement_days_are_dates() -> None:
+def test_new_and_cross_announce_new_papers_replacements_do_not() -> None:
     assert Announcement("2611.1", 1, "cs.LG", "new", date(2026, 11, 24)).is_new_paper
     assert not Announcement("2611.1", 2, "cs.LG", "replace-cross", date(2026, 11, 24)).is_new_paper
+
+
+async def test_the_feed_waits_arxivs_interval_after_the_api_request(tmp_path: Path) -> None:
+    clock = FakeClock(NOW)
+    async with FakeArxiv() as arxiv:
+        arxiv.set_rss(rss_feed([], announced=NOW))
+        settings = Settings(
+            _env_file=None,
+            database_path=tmp_path / "db.sqlite3",
+            arxiv_api_url=arxiv.url,
+            arxiv_rss_url=arxiv.rss_url,
+            arxiv_min_interval_seconds=3,
+            arxiv_categories=CATS,
+        )
+        async with open_context(settings, clock) as ctx:
+            cycle = ctx.announcements()
+            assert cycle is not None
+            await ctx.ingestor().poll_once()
+            assert (await cycle.run_once()).complete
+    assert [r.endpoint for r in arxiv.requests] == ["api", "rss"]
+    assert clock.sleeps == [3.0]  # one client for both: the second request waited its turn

@@ -301,7 +301,8 @@ class DeliveryRepository(Protocol):
         self, channel_id: int, *, mode: Mode, now: datetime | None, statuses: Sequence[str] = ("pending",)
     ) -> list[PendingDelivery]:
         """A channel's rows of this mode and these statuses due by `now` (any, when None), in announcement
-        order: when queued, then submission time."""
+        order: when queued, then submission time. Each paper is the stored version, with `announced` filled in
+        as `PaperRepository.get` fills it (the card says how arXiv announced it)."""
 
     async def in_flight(self, *, console: bool = False) -> list[PendingDelivery]:
         """Rows claimed for sending when the process stopped ('sending'): sent or not, nobody knows yet."""
