@@ -66,13 +66,21 @@ class AnnouncementReport:
 
 class AnnouncementCycle:
     def __init__(
-        self, store: Store, ingestor: Ingestor, lookup: PaperLookup, intake: Intake, clock: Clock
+        self,
+        store: Store,
+        ingestor: Ingestor,
+        lookup: PaperLookup,
+        intake: Intake,
+        clock: Clock,
+        *,
+        refusal: str | None = None,
     ) -> None:
         self.store = store
         self.ingestor = ingestor
         self.lookup = lookup
         self.intake = intake
         self.clock = clock
+        self.refusal = refusal  # why the feed may not be read at all (a setting), recorded at every cycle
 
     @property
     def source(self) -> str:
@@ -81,6 +89,9 @@ class AnnouncementCycle:
     async def run_once(self) -> AnnouncementReport:
         """Read the feed, then complete provisional papers. Never raises (only cancellation propagates): a
         failure is logged, recorded for /status (the feed's) and retried at the next cycle."""
+        if self.refusal is not None:
+            await self.ingestor.refuse(self.refusal)
+            return AnnouncementReport(CycleReport(self.source, error=self.refusal))
         report = AnnouncementReport(await self.ingestor.poll_once())
         try:
             await self._complete(report)

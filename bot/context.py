@@ -17,7 +17,7 @@ from typing import Any
 from bot.announcements import AnnouncementCycle
 from bot.backfill import Backfill, Progress
 from bot.clock import Clock, SystemClock
-from bot.config import Settings
+from bot.config import Settings, contact_problem, is_loopback_url
 from bot.delivery import DeliveryWorker, Poster
 from bot.ingest import Ingestor
 from bot.intake import Intake
@@ -63,7 +63,9 @@ class AppContext:
             return None
         source = ArxivRssSource(self._feeds, self.settings.arxiv_rss_url, self.settings.arxiv_categories)
         ingestor = Ingestor(self._store, source, self.clock, intake=self.intake)
-        return AnnouncementCycle(self._store, ingestor, self._arxiv, self.intake, self.clock)
+        return AnnouncementCycle(
+            self._store, ingestor, self._arxiv, self.intake, self.clock, refusal=feed_refusal(self.settings)
+        )
 
     def backfill(
         self,
@@ -87,6 +89,17 @@ class AppContext:
 def rss_enabled(settings: Settings) -> bool:
     """ARXIV_RSS_URL=off turns the announcement feed off (polling then relies on the API alone)."""
     return settings.arxiv_rss_url.strip().lower() not in ("", "off")
+
+
+def feed_refusal(settings: Settings) -> str | None:
+    """Why the feed may not be read: arXiv's RSS, like its API, asks for a contact in the User-Agent (the poll
+    checks it for the API's address; a loopback API beside the real feed needs it checked here)."""
+    if is_loopback_url(settings.arxiv_rss_url):
+        return None
+    problem = contact_problem(settings.arxiv_contact)
+    return (
+        f"{problem}: set ARXIV_CONTACT to read ARXIV_RSS_URL, or set ARXIV_RSS_URL=off" if problem else None
+    )
 
 
 @asynccontextmanager

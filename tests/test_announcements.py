@@ -268,3 +268,23 @@ async def test_the_feed_waits_arxivs_interval_after_the_api_request(tmp_path: Pa
             assert (await cycle.run_once()).complete
     assert [r.endpoint for r in arxiv.requests] == ["api", "rss"]
     assert clock.sleeps == [3.0]  # one client for both: the second request waited its turn
+
+
+async def test_a_real_feed_is_not_read_without_a_contact_even_beside_a_loopback_api(tmp_path: Path) -> None:
+    async with FakeArxiv() as arxiv:
+        settings = Settings(
+            _env_file=None,
+            database_path=tmp_path / "db.sqlite3",
+            arxiv_api_url=arxiv.url,  # the API's address is loopback: the poll asks for no contact
+            arxiv_rss_url="https://rss.arxiv.org/rss",
+        )
+        async with open_context(settings, FakeClock(NOW)) as ctx:
+            cycle = ctx.announcements()
+            assert cycle is not None
+            report = await cycle.run_once()
+            state = await ctx._store.sources.get(cycle.source)
+    assert not report.complete and ctx.arxiv_requests_sent == 0
+    assert state.last_error == (
+        "ARXIV_CONTACT is not set: set ARXIV_CONTACT to read ARXIV_RSS_URL, or set ARXIV_RSS_URL=off"
+    )
+    assert "ARXIV_CONTACT is not set" in report.summary()
