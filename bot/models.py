@@ -109,6 +109,13 @@ class Announcement:
         """new and cross announce a paper for the first time; replace and replace-cross a new version."""
         return self.kind in ("new", "cross")
 
+    def label(self, primary: str) -> str:
+        """What a card says of it, for a paper whose primary category is `primary`: "New in cs.LG",
+        "Cross-listed from cs.CV", "Updated (v2)"."""
+        if self.kind == "new":
+            return f"New in {self.category}"
+        return f"Cross-listed from {primary}" if self.kind == "cross" else f"Updated (v{self.version})"
+
 
 @dataclass(frozen=True, slots=True)
 class SkippedEntry:

@@ -262,27 +262,17 @@ def _version_text(paper: Paper) -> str:
     return text
 
 
-def _announced_text(paper: Paper) -> str:
-    """How arXiv announced this version, when its RSS feed said so (`Paper.announced`)."""
-    seen = paper.announced
-    if seen is None or seen.version != paper.version:
-        return ""
-    if seen.kind == "new":
-        return f"New in {clip(_clean(seen.category), _CATEGORY_CHARS)}"
-    if seen.kind == "cross":
-        return f"Cross-listed from {_categories(paper)[0]}"
-    return f"Updated (v{paper.version})"
-
-
 def _meta_line(paper: Paper, *, markdown: bool) -> str:
     """The line "2026-11-20 · cs.LG (+cs.AI, stat.ML) · v3": v1 date, primary category (bold in markdown), then
-    the announcement when known ("New in cs.LG", "Cross-listed from cs.CV", "Updated (v3)") or the version."""
+    how arXiv announced this version when known ("New in cs.LG", `Announcement.label`) or else the version."""
     primary, others = _categories(paper)
     if markdown:
         category = f"**{_md(primary)}**{_md(_others_text(others))}"
     else:
         category = primary + _others_text(others)
-    announced = _md(_announced_text(paper)) if markdown else _announced_text(paper)
+    seen = paper.announced
+    announced = _clean(seen.label(primary)) if seen is not None and seen.version == paper.version else ""
+    announced = _md(announced) if markdown else announced
     parts = [_day(paper.published), category, announced or _version_text(paper)]
     return SEP.join(part for part in parts if part)
 

@@ -49,3 +49,7 @@ def test_the_terminal_card_names_it_too_and_markdown_in_a_category_is_escaped() 
     assert "· New in cs.CV ·" in paper_console(announced(PAPER, "new", "cs.CV"))
     odd = announced(PAPER, "new", "cs_LG*")
     assert r"New in cs\_LG\*" in meta_line(odd)
+
+
+def test_control_characters_in_a_category_never_reach_the_card() -> None:
+    assert "New in cs.LGx ·" in paper_console(announced(PAPER, "new", "cs.LG\x01x"))
