@@ -45,9 +45,9 @@ class AnnouncementReport:
     def summary(self) -> str:
         cycle = self.cycle
         if not cycle.complete:
-            return f"{cycle.source}: stopped early: {cycle.error}; the next poll reads it again"
-        if not cycle.pages:
-            text = f"{cycle.source}: unchanged since the last read"
+            text = f"{cycle.source}: stopped early: {cycle.error}; the next poll reads it again"
+        elif not cycle.pages:
+            text = f"{cycle.source}: nothing announced since the last read"
         else:
             text = (
                 f"{cycle.source}: {cycle.fetched} papers announced in the watched categories, "
