@@ -85,6 +85,7 @@ async def test_poll_once_stores_every_fixture_paper_with_every_field(tmp_path: P
             "--once",
             env={
                 "ARXIV_API_URL": arxiv.url,
+                "ARXIV_RSS_URL": arxiv.rss_url,
                 "DATABASE_PATH": str(db),
                 "ARXIV_MIN_INTERVAL_SECONDS": "0",
                 "ARXIV_CATEGORIES": "cs.LG cs.SE",
@@ -202,6 +203,7 @@ async def test_watch_prints_new_matching_papers_as_cards(tmp_path: Path) -> None
             "--once",
             env={
                 "ARXIV_API_URL": arxiv.url,
+                "ARXIV_RSS_URL": arxiv.rss_url,
                 "DATABASE_PATH": str(tmp_path / "db.sqlite3"),
                 "ARXIV_MIN_INTERVAL_SECONDS": "0",
                 "ARXIV_CATEGORIES": "cs.LG cs.AI",

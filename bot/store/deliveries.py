@@ -8,6 +8,7 @@ from datetime import datetime
 import aiosqlite
 
 from bot.models import Mode, PendingDelivery, Wanted
+from bot.store.announcements import HEADLINE, headline_from
 from bot.store.database import Database
 from bot.store.papers import paper_from_row, to_ts
 
@@ -53,7 +54,7 @@ class DeliveryRepo:
         submission time."""
         rows = await self.db.fetchall(
             "SELECT d.id AS delivery_id, d.guild_id AS d_guild, d.channel_id AS d_channel, d.mode AS d_mode,"
-            " d.status AS d_status, d.attempts AS d_attempts, p.*,"
+            f" d.status AS d_status, d.attempts AS d_attempts, p.*, {HEADLINE},"
             " (SELECT group_concat(name, char(31)) FROM (SELECT t.name FROM delivery_topics dt"
             "   JOIN topics t ON t.id = dt.topic_id WHERE dt.delivery_id = d.id ORDER BY t.name)) AS topic_names"
             " FROM deliveries d JOIN papers p ON p.pk = d.paper_pk"
@@ -140,6 +141,6 @@ def _pending(row: aiosqlite.Row) -> PendingDelivery:
         mode=row["d_mode"],
         status=row["d_status"],
         attempts=row["d_attempts"],
-        paper=paper_from_row(row),
+        paper=paper_from_row(row, headline_from(row, row["arxiv_id"])),
         topics=tuple(names.split("\x1f")) if names else (),
     )

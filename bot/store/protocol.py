@@ -25,6 +25,7 @@ from datetime import datetime
 from typing import Protocol, Self
 
 from bot.models import (
+    Announcement,
     BackfillWindow,
     Follow,
     Mode,
@@ -46,13 +47,23 @@ class TopicNameTaken(Exception):
 
 class PaperRepository(Protocol):
     async def upsert(self, papers: Iterable[Paper], *, seen_at: datetime) -> UpsertResult:
-        """Store papers in one transaction. A new id is inserted, first seen at `seen_at`; a newer version
-        (higher, or the same updated later) replaces the stored one but keeps its first-seen time and the
-        earliest `published` ever stored; an older or identical copy changes nothing. Of several copies of one
-        id in a batch, the newest counts. Idempotent: the same papers again are all reported unchanged."""
+        """Store papers in one transaction. A new id is inserted, first seen at `seen_at`; a newer copy replaces
+        the stored one but keeps its first-seen time and the earliest `published` ever stored (the paper's
+        topic matches move with it); an older or identical copy changes nothing. Newer: a higher version; of
+        the same version, a full copy over a provisional one (`Paper.provisional`) whatever their times, else
+        the one updated later. Of several copies of one id in a batch, the newest counts. Idempotent: the same
+        papers again are all reported unchanged."""
 
     async def get(self, arxiv_id: str) -> Paper | None:
-        """The stored version of a paper (by base id), every field as it was given; None if not stored."""
+        """The stored version of a paper (by base id), every field as it was given, with `announced` filled in
+        when an announcement of this version is recorded; None if not stored."""
+
+    async def stored_ids(self, arxiv_ids: Sequence[str]) -> set[str]:
+        """Those of the (base) ids that are stored."""
+
+    async def provisional(self, *, since: datetime, limit: int) -> list[str]:
+        """Ids of provisional papers (stored from an announcement feed, waiting for a full copy) last written
+        since `since`, those waiting longest first, at most `limit`."""
 
     async def first_seen(self, arxiv_id: str) -> datetime | None:
         """When the paper was first stored (a new version does not move it); None if not stored."""
@@ -87,6 +98,17 @@ class SearchRepository(Protocol):
         best first by relevance with title hits weighing most (newest first when `fts` is None), from the
         `offset`-th on, at most `limit`. Each hit's snippet is an excerpt of the abstract with the matched words
         between HIGHLIGHT_START and HIGHLIGHT_END. Raises ValueError for a negative limit or offset."""
+
+
+class AnnouncementRepository(Protocol):
+    async def record(self, announcements: Sequence[Announcement], at: datetime) -> int:
+        """Remember how arXiv announced stored papers, per (paper, category), meant for the transaction that
+        stores them; announcements of papers not stored are dropped. The newest version wins and the first
+        sighting of a version stays, so a feed serving an old batch again changes nothing. Returns how many
+        were written or moved on. Idempotent."""
+
+    async def of_paper(self, arxiv_id: str) -> list[Announcement]:
+        """The recorded announcement of each category of a paper, by category."""
 
 
 class SourceRepository(Protocol):
@@ -279,7 +301,8 @@ class DeliveryRepository(Protocol):
         self, channel_id: int, *, mode: Mode, now: datetime | None, statuses: Sequence[str] = ("pending",)
     ) -> list[PendingDelivery]:
         """A channel's rows of this mode and these statuses due by `now` (any, when None), in announcement
-        order: when queued, then submission time."""
+        order: when queued, then submission time. Each paper is the stored version, with `announced` filled in
+        as `PaperRepository.get` fills it (the card says how arXiv announced it)."""
 
     async def in_flight(self, *, console: bool = False) -> list[PendingDelivery]:
         """Rows claimed for sending when the process stopped ('sending'): sent or not, nobody knows yet."""
@@ -333,6 +356,9 @@ class Store(Protocol):
 
     @property
     def search(self) -> SearchRepository: ...
+
+    @property
+    def announcements(self) -> AnnouncementRepository: ...
 
     def transaction(self) -> AbstractAsyncContextManager[object]:
         """One write transaction across repositories (e.g. papers and the deliveries they cause): committed
