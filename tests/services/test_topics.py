@@ -207,11 +207,25 @@ async def test_suggestions_for_what_was_typed_and_an_unknown_name(store: Store, 
     service = topic_service(store, clock)
     await service.index.start([t for t in load_catalog() if t.name in ("RL Post-Training", "Robot Learning")])
     await service.save_custom(1, "Learning Dynamics", "ti:dynamics")
+    await service.save_custom(1, "Reward Shaping Tricks", "ti:shaping", parent="RL Post-Training")
     await service.save_custom(2, "Elsewhere Learning", "ti:elsewhere")
-    # where the text appears first; at the same place the catalog's first; another server's never
-    assert await service.suggest(1, "learn") == ["Learning Dynamics", "Robot Learning"]
-    assert await service.suggest(1, "") == ["RL Post-Training", "Robot Learning", "Learning Dynamics"]
-    assert await service.suggest(1, "rl-post") == ["RL Post-Training"]  # the slug, when the name lacks it
+    # where the text appears first, in the tree ("Parent › Child"), then in the tree's order; another
+    # server's never; a choice's value is the topic's own name
+    shaping = ("RL Post-Training › Reward Shaping Tricks", "Reward Shaping Tricks")
+    assert await service.suggest(1, "learn") == [
+        ("Learning Dynamics", "Learning Dynamics"),
+        ("Robot Learning", "Robot Learning"),
+    ]
+    assert await service.suggest(1, "") == [
+        ("Learning Dynamics", "Learning Dynamics"),
+        ("RL Post-Training", "RL Post-Training"),
+        shaping,
+        ("Robot Learning", "Robot Learning"),
+    ]
+    assert await service.suggest(1, "rl post") == [("RL Post-Training", "RL Post-Training"), shaping]
+    assert await service.suggest(1, "shaping") == [shaping]
+    # the slug, when the name lacks it
+    assert await service.suggest(1, "rl-post") == [("RL Post-Training", "RL Post-Training")]
     assert (await service.resolve(1, "robot  learning")).name == "Robot Learning"
     with pytest.raises(UnknownTopic, match="no topic named “Elsewhere Learning”"):
         await service.resolve(1, "Elsewhere Learning")

@@ -45,8 +45,8 @@ async def test_new_papers_are_matched_inside_their_transaction(store: Store, clo
         result = await store.papers.upsert([GRPO, ROBOT], seen_at=clock.now())
         matches = await index.record_matches(result, [GRPO, ROBOT])
     rl = await store.topics.find(0, "rl-post-training")
-    assert rl is not None and rl.id in matches[GRPO.arxiv_id]
-    assert rl.id not in matches.get(ROBOT.arxiv_id, set())
+    assert rl is not None and rl.id in matches.topics[GRPO.arxiv_id]
+    assert rl.id not in matches.topics.get(ROBOT.arxiv_id, set())
     assert find_topic(catalog, "RL Post-Training") is not None
 
 
