@@ -263,7 +263,7 @@ class TopicRepo:
         else:
             members = [(t, m) for t in counts for m in (t, *extra.get(t, ()))]
             rows = await self.db.fetchall(
-                f"WITH members (topic, member) AS (VALUES {','.join('(?, ?)' * len(members))})"
+                f"WITH members (topic, member) AS (VALUES {','.join(['(?, ?)'] * len(members))})"
                 f" SELECT topic, {windows} FROM (SELECT DISTINCT members.topic AS topic, m.published AS"
                 " published, m.paper_pk FROM members JOIN topic_matches m ON m.topic_id = members.member"
                 " WHERE m.published >= ? AND m.published < ?) GROUP BY topic",

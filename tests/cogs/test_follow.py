@@ -647,3 +647,44 @@ def test_follow_message_stays_within_2000_characters_for_the_longest_inputs() ->
     assert len(body) == 500 and "`" not in body  # the whole query, and nothing that closes the block
     assert "@everyone" not in text and text.endswith("Older papers: /latest.")
     assert 0 < sum(paper_compact_line(p) in text for p in papers) < 3  # fewer papers, never a cut one
+
+
+# ---------------------------------------------------------------------------------------------------------
+# parent: a server's own topic in the tree
+
+
+async def test_putting_a_topic_under_a_parent_others_follow_needs_manage_on_their_channels(
+    running: Any,
+) -> None:
+    bot, discord, w = running
+    await public_reply(await invoke(discord, w.guild, w.papers, w.admin, "follow", topic=RL, channel=w.other))
+
+    # the moderator manages #papers only, and #other follows RL Post-Training: what it receives would change
+    refused = await ephemeral_reply(
+        await invoke(
+            discord, w.guild, w.papers, w.moderator, "follow", topic="Okapis", query="ti:okapi", parent=RL
+        )
+    )
+    assert f"<#{w.other.id}>" in refused and "Manage Server" in refused and "parent" in refused
+    assert await bot.services.topics.find(w.guild.id, "Okapis") is None
+    # at the top, the same topic is theirs to create
+    created = await public_reply(
+        await invoke(discord, w.guild, w.papers, w.moderator, "follow", topic="Okapis", query="ti:okapi")
+    )
+    assert "Created this server's topic **Okapis**:" in created
+    # and the admin may place it
+    placed = await public_reply(
+        await invoke(discord, w.guild, w.papers, w.admin, "follow", topic="Okapis", parent=RL)
+    )
+    assert "Put **Okapis** under **RL Post-Training**" in placed and "in this server only" in placed
+
+    choices = await discord.autocomplete(
+        w.guild,
+        w.papers,
+        w.admin,
+        "follow",
+        [{"name": "topic", "value": "Okapis"}, {"name": "parent", "value": "rl po"}],
+    )
+    assert choices[0] == {"name": RL, "value": RL}
+    assert {"name": f"{RL} › Okapis", "value": "Okapis"} in choices
+    assert all(len(c["name"]) <= 100 for c in choices) and len(choices) <= 25
