@@ -212,6 +212,11 @@ async def test_a_servers_own_topic_under_a_catalog_topic_counts_for_it_in_that_s
 
         autocomplete = await discord.autocomplete(lab, lab_rl, admin, "latest", options(topic="okapi"))
         assert autocomplete == [{"name": f"{RL} › Okapi Studies", "value": "Okapi Studies"}]
+        response = await (await discord.invoke(lab, lab_rl, admin, "topics")).wait_response()
+        tree = response["data"]["embeds"][1]["description"].split("\n")
+        assert "\u2003└ **Okapi Studies** · this server's" in tree  # followed in #okapi, under RL
+        response = await (await discord.invoke(other, other_rl, other_admin, "topics")).wait_response()
+        assert "Okapi" not in response["data"]["embeds"][1]["description"]
 
 
 async def test_a_bad_parent_is_refused_privately_and_changes_nothing(
