@@ -94,6 +94,26 @@ class PaperMatches:
     in_server: dict[str, set[tuple[int, int]]] = field(default_factory=dict)
 
 
+def check_catalog_tree(catalog: Sequence[CatalogTopic], earlier: Sequence[TopicRow]) -> None:
+    """Check the catalog's tree by slug as it will be once this list is stored: its topics' parents, and those
+    of catalog topics stored by earlier starts and left out of it. Raises CatalogError naming a topic whose
+    parent is no catalog topic, is itself, or makes a cycle."""
+    slugs = {row.id: row.slug for row in earlier}
+    parents = {row.slug: slugs.get(row.parent_id) if row.parent_id is not None else None for row in earlier}
+    names = {row.slug: row.name for row in earlier}
+    for topic in catalog:
+        parents[topic.slug] = topic.parent
+        names[topic.slug] = topic.name
+    try:
+        Hierarchy(parents)
+    except HierarchyError as exc:
+        slug = str(exc.topic)
+        raise CatalogError(
+            f"topic {names[slug]!r} (slug {slug!r}) {exc.problem}: a parent is another catalog topic's slug, and "
+            "no topic may be its own ancestor"
+        ) from None
+
+
 class TopicIndex:
     """Topic id -> query and parent for every stored topic, with the matcher that fans new papers out to them."""
 
@@ -119,7 +139,9 @@ class TopicIndex:
                 row.slug,
                 slug,
             )
-        saved: dict[str, TopicRow] = {}
+        earlier = await self.store.topics.own(CATALOG_GUILD)
+        check_catalog_tree(catalog, earlier)  # before anything is written
+        saved: dict[str, TopicRow] = {row.slug: row for row in earlier}
         changed: list[int] = []
         for topic in catalog:
             row, is_changed = await self.store.topics.save(
@@ -133,21 +155,15 @@ class TopicIndex:
             saved[topic.slug] = row
             if is_changed:
                 changed.append(row.id)
-        moved: list[int | None] = []  # the former parents of catalog topics that moved
+        moved: list[int | None] = []  # catalog topics that moved, and their former parents
         for topic in catalog:
             row = saved[topic.slug]
-            parent = await self._catalog_parent(topic, saved)
+            parent = saved[topic.parent].id if topic.parent is not None else None
             if await self.store.topics.set_parent(row.id, parent, self.clock.now()):
                 moved += [row.id, row.parent_id]
         queries = {saved[t.slug].id: t.query for t in catalog}
-        rows = await self.store.topics.all()
-        for row in rows:
+        for row in await self.store.topics.all():
             self.register(row, queries[row.id] if row.id in queries else parse_query(row.query))
-        try:
-            self.tree  # noqa: B018 - built here to check it once
-        except HierarchyError as exc:
-            culprit = next(r for r in rows if r.id == exc.topic)
-            raise CatalogError(f"topic {culprit.name!r} (slug {culprit.slug!r}) {exc.problem}") from None
         for topic_id in changed:
             await self.match_history(topic_id, self._queries[topic_id], rebuild=False)
         await self.rebuild(
@@ -156,20 +172,6 @@ class TopicIndex:
             if topic_id is not None and topic_id in self._owners
             for ancestor in self.lineage(topic_id)
         )
-
-    async def _catalog_parent(self, topic: CatalogTopic, saved: dict[str, TopicRow]) -> int | None:
-        if topic.parent is None:
-            return None
-        parent = saved.get(topic.parent)
-        if parent is None:  # a catalog topic stored before, not in this list
-            stored = await self.store.topics.find(CATALOG_GUILD, topic.parent)
-            parent = stored if stored is not None and stored.is_catalog else None
-        if parent is None:
-            raise CatalogError(
-                f"topic {topic.name!r} (slug {topic.slug!r}) names an unknown parent {topic.parent!r}: a parent "
-                "is another catalog topic's slug"
-            )
-        return parent.id
 
     def register(self, topic: TopicRow, query: TopicQuery) -> None:
         """A topic created or given a new query: new papers are matched against it from now on."""

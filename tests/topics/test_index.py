@@ -250,12 +250,18 @@ async def test_a_catalog_parent_that_is_no_topic_fails_at_start_naming_the_topic
         CatalogError, match="topic 'Okapis' \\(slug 'okapis'\\) names an unknown parent 'animals'"
     ):
         await TopicIndex(store, clock).start([orphan])
+    assert await store.topics.all() == []  # refused before anything was written
     # a parent stored by an earlier start is found even when this list leaves it out
     await TopicIndex(store, clock).start([catalog_topic("animals", "ti:zebra")])
     await TopicIndex(store, clock).start([orphan])
     okapis = await store.topics.find(0, "okapis")
     animals = await store.topics.find(0, "animals")
     assert okapis is not None and animals is not None and okapis.parent_id == animals.id
+    # a cycle through a stored topic this list leaves out is one too
+    with pytest.raises(CatalogError, match="topic 'Animals' \\(slug 'animals'\\) is its own ancestor"):
+        await TopicIndex(store, clock).start([catalog_topic("animals", "ti:zebra", parent="okapis")])
+    animals = await store.topics.find(0, "animals")
+    assert animals is not None and animals.parent_id is None
 
 
 async def test_a_database_from_before_the_tree_gets_the_closure_at_its_first_start(
