@@ -195,6 +195,7 @@ class TopicRow:
     name: str
     description: str
     query: str
+    parent_id: int | None = None  # the topic it sits under: every paper of it belongs to its parent too
 
     @property
     def is_catalog(self) -> bool:

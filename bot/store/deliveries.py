@@ -11,6 +11,7 @@ from bot.models import Mode, PendingDelivery, Wanted
 from bot.store.announcements import HEADLINE, headline_from
 from bot.store.database import Database
 from bot.store.papers import paper_from_row, to_ts
+from bot.store.topics import with_card_topics
 
 
 class DeliveryRepo:
@@ -62,7 +63,7 @@ class DeliveryRepo:
             " AND d.next_attempt_at <= ? ORDER BY d.created_at, p.published, d.id",
             (channel_id, mode, *statuses, to_ts(now) if now is not None else 2**62),
         )
-        return [_pending(r) for r in rows]
+        return await with_card_topics(self.db, [_pending(r) for r in rows])
 
     async def in_flight(self, *, console: bool = False) -> list[PendingDelivery]:
         """Deliveries claimed for sending when the process stopped: sent or not, nobody knows yet."""

@@ -35,15 +35,22 @@ _LINK_CATEGORIES = (
 
 
 def paper_filter(
-    *, topic_id: int | None = None, categories: Sequence[str] = (), since: datetime | None = None
+    *,
+    topic_id: int | None = None,
+    including: Sequence[int] = (),
+    categories: Sequence[str] = (),
+    since: datetime | None = None,
 ) -> tuple[str, list[object]]:
-    """SQL conditions on papers aliased `p` (" AND ..." each, or "") and their parameters: matched by a topic,
-    of any of the categories, submitted since a time."""
+    """SQL conditions on papers aliased `p` (" AND ..." each, or "") and their parameters: matched by a topic
+    (or one of the topics `including` adds to it), of any of the categories, submitted since a time."""
     clauses: list[str] = []
     params: list[object] = []
     if topic_id is not None:
-        clauses.append("p.pk IN (SELECT paper_pk FROM topic_matches WHERE topic_id = ?)")
-        params.append(topic_id)
+        ids = [topic_id, *including]
+        clauses.append(
+            f"p.pk IN (SELECT paper_pk FROM topic_matches WHERE topic_id IN ({','.join('?' * len(ids))}))"
+        )
+        params.extend(ids)
     if categories:
         marks = ",".join("?" * len(categories))
         clauses.append(f"p.pk IN (SELECT paper_pk FROM paper_categories WHERE category IN ({marks}))")

@@ -19,7 +19,7 @@ Contracts every implementation keeps:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Protocol, Self
@@ -89,12 +89,14 @@ class SearchRepository(Protocol):
         fts: str | None,
         *,
         topic_id: int | None = None,
+        including: Sequence[int] = (),
         categories: Sequence[str] = (),
         since: datetime | None = None,
         limit: int = 200,
         offset: int = 0,
     ) -> list[SearchHit]:
-        """Papers passing the prefilter (and matched by the topic, of any of the categories, submitted since),
+        """Papers passing the prefilter (and matched by the topic or one of the topics `including` adds to it,
+        of any of the categories, submitted since),
         best first by relevance with title hits weighing most (newest first when `fts` is None), from the
         `offset`-th on, at most `limit`. Each hit's snippet is an excerpt of the abstract with the matched words
         between HIGHLIGHT_START and HIGHLIGHT_END. Raises ValueError for a negative limit or offset."""
@@ -166,6 +168,10 @@ class BackfillRepository(Protocol):
 
 
 class TopicRepository(Protocol):
+    """Topics and their matches. Topics form a tree (`TopicRow.parent_id`, checked by the caller with
+    bot.topics.hierarchy); matches are stored for the closure: a topic holds its own query's matches and,
+    marked as held through a descendant, those of its descendants of the same owner (catalog or one server)."""
+
     async def save(
         self, *, guild_id: int, slug: str, name: str, description: str, query: str, at: datetime
     ) -> tuple[TopicRow, bool]:
@@ -174,14 +180,25 @@ class TopicRepository(Protocol):
         Saving an unchanged topic writes nothing (the catalog is saved at every start)."""
 
     async def create(
-        self, *, guild_id: int, name: str, description: str, query: str, at: datetime
+        self,
+        *,
+        guild_id: int,
+        name: str,
+        description: str,
+        query: str,
+        at: datetime,
+        parent_id: int | None = None,
     ) -> TopicRow:
-        """A new topic of a server, its slug the name's `topic_key`. Never replaces a topic: raises
-        TopicNameTaken when the server has one whose name has the same key."""
+        """A new topic of a server (under `parent_id`, if given), its slug the name's `topic_key`. Never
+        replaces a topic: raises TopicNameTaken when the server has one whose name has the same key."""
 
     async def change(self, topic_id: int, *, query: str, at: datetime) -> tuple[TopicRow, bool]:
         """A new query for a topic, and whether it differs from the old one; when it does, the recorded
         matches are dropped (the caller matches the history again). Raises LookupError for an unknown id."""
+
+    async def set_parent(self, topic_id: int, parent_id: int | None, at: datetime) -> bool:
+        """Put a topic under another (None: at the top) and return whether that moved it. Matches are not
+        touched (see rebuild_inherited). Raises LookupError for an unknown topic."""
 
     async def get(self, topic_id: int) -> TopicRow | None:
         """A topic by id; None if there is none."""
@@ -209,28 +226,46 @@ class TopicRepository(Protocol):
         """Every topic, catalog and servers', by id."""
 
     async def delete(self, topic_id: int) -> None:
-        """Delete a topic with its matches and follows. Idempotent."""
+        """Delete a topic with its matches and follows; its children move to the top. Idempotent."""
 
-    async def add_matches(self, pairs: Sequence[tuple[int, str]], at: datetime) -> int:
-        """Record (topic id, arxiv id) matches and return how many were new. Idempotent: a recorded match
-        stays as it was; a pair naming a deleted topic or an unstored paper is dropped."""
+    async def add_matches(
+        self, pairs: Sequence[tuple[int, str]], at: datetime, *, through: Sequence[tuple[int, str]] = ()
+    ) -> int:
+        """Record (topic id, arxiv id) matches of the topics' own queries and, from `through`, matches an
+        ancestor holds through a descendant, in one transaction; return how many own matches were new.
+        Idempotent: a recorded match stays as it was, except that one held through a descendant becomes the
+        topic's own when its own query matches too; a pair naming a deleted topic or an unstored paper is
+        dropped."""
+
+    async def rebuild_inherited(self, topic_id: int, descendants: Sequence[int], at: datetime) -> None:
+        """Make the matches a topic holds through descendants exactly the own matches of `descendants` (its
+        descendants of the same owner), after one of them changed query, place or was deleted. Its own
+        matches stay. One transaction; no query is evaluated."""
 
     async def count_matches(self, topic_id: int, start: datetime, end: datetime) -> int:
         """The topic's matched papers submitted (v1) in [start, end)."""
 
     async def counts_between(
-        self, topic_ids: Sequence[int], bounds: Sequence[datetime]
+        self,
+        topic_ids: Sequence[int],
+        bounds: Sequence[datetime],
+        *,
+        including: Mapping[int, Sequence[int]] | None = None,
     ) -> dict[int, list[int]]:
         """Matches of each topic in each window between consecutive ascending `bounds` ([b0, b1), [b1, b2),
         ...), by v1 submission time, in one round trip whatever the number of topics; a topic without matches
-        gets zeros. Raises ValueError for fewer than two bounds."""
+        gets zeros. A topic's count also takes, each paper once, the papers of the topics `including` lists
+        for it. Raises ValueError for fewer than two bounds."""
 
     async def followed_in(self, guild_id: int) -> list[TopicRow]:
         """The topics some channel of a server follows, each once, ordered by folded name."""
 
-    async def latest_papers(self, topic_id: int, limit: int, offset: int = 0) -> list[Paper]:
-        """The topic's matched papers, newest submission first, from the `offset`-th on, at most `limit`.
-        Raises ValueError for a negative limit or offset."""
+    async def latest_papers(
+        self, topic_id: int, limit: int, offset: int = 0, *, including: Sequence[int] = ()
+    ) -> list[Paper]:
+        """The topic's matched papers (with, each once, those of the topics `including` names), newest
+        submission first, from the `offset`-th on, at most `limit`. Raises ValueError for a negative limit or
+        offset."""
 
     async def count_candidates(
         self, fts: str | None, *, categories: Sequence[str] = (), since: datetime | None = None, cap: int
@@ -302,7 +337,8 @@ class DeliveryRepository(Protocol):
     ) -> list[PendingDelivery]:
         """A channel's rows of this mode and these statuses due by `now` (any, when None), in announcement
         order: when queued, then submission time. Each paper is the stored version, with `announced` filled in
-        as `PaperRepository.get` fills it (the card says how arXiv announced it)."""
+        as `PaperRepository.get` fills it (the card says how arXiv announced it), and names the topics its card
+        shows: the most specific topics the paper matched at or below the followed topics it stands for."""
 
     async def in_flight(self, *, console: bool = False) -> list[PendingDelivery]:
         """Rows claimed for sending when the process stopped ('sending'): sent or not, nobody knows yet."""
