@@ -17,9 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
+from bot.fts_tokenizer import FOLDING_TOKENIZER, PAPERS_TOKENIZER
 from bot.models import Paper
 from bot.store import Store
-from bot.store.fts import FOLDING_TOKENIZER, PAPERS_TOKENIZER
 from bot.topics.query import QuerySyntaxError, fold_words, fts_prefix_token, parse_query, porter_stem
 from tests.shared_files import FIXTURES
 from tests.topics.strategies import make_paper, papers, queries
