@@ -40,7 +40,7 @@ class CatalogTopic:
     definition: str = ""  # what belongs and what does not, in the catalog's words (description is the gist)
 
 
-def catalog_hierarchy(catalog: list[CatalogTopic]) -> Hierarchy:
+def catalog_hierarchy(catalog: list[CatalogTopic]) -> Hierarchy[str]:
     """The catalog's tree by slug (see bot.topic_tree for the matching rule)."""
     return Hierarchy({topic.slug: topic.parent for topic in catalog})
 
