@@ -22,7 +22,7 @@ from bot.store import open_store
 from tests.fakes.arxiv_server import FakeArxiv, RecordedRequest
 from tests.shared_files import FIXTURES
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 SETTINGS_PREFIXES = ("DISCORD_", "ARXIV_", "DATABASE_", "PAPERWATCH_", "LOG_LEVEL")
