@@ -10,7 +10,7 @@ from pathlib import Path
 from bot.demo import ANNOUNCED_WITHIN, DEMO_CATEGORIES, DEMO_TOPIC
 from bot.demo.corpus import corpus_bytes, load_corpus
 from bot.sources.arxiv_api import parse_feed
-from tests.cli.test_cli import run_cli
+from tests.cli.process import run_cli
 from tests.shared_files import FIXTURES
 
 
