@@ -44,7 +44,8 @@ class Scheduler:
         self._scheduler.add_job(
             self.deliver, IntervalTrigger(seconds=settings.deliver_interval_seconds), id="deliver", **common
         )
-        self._scheduler.add_job(self.digests, CronTrigger(minute=0), id="digests", **common)
+        # digest_hour is an hour of UTC: the top of a UTC hour, not of the host's (UTC+5:30 would post at :30).
+        self._scheduler.add_job(self.digests, CronTrigger(minute=0, timezone="UTC"), id="digests", **common)
         self._scheduler.start()
 
     async def poll(self) -> None:

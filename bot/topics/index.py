@@ -6,7 +6,7 @@ the history for a query is one loop, `confirmed`: the full-text prefilter's cand
 confirmed by the exact evaluator in a worker thread, so a long scan never holds the event loop. History matching,
 /search and the CLI's `match` all read through it.
 
-The tree (bot/topics/hierarchy.py) is applied when matches are written, not when they are read: a paper that a
+The tree (bot/topic_tree.py) is applied when matches are written, not when they are read: a paper that a
 topic's own query matches is stored for that topic and for each ancestor of the same owner (the catalog, or one
 server), marked as held through a descendant. So posts, /latest, /search topic:, /momentum and its share stay
 plain queries over stored rows, and cost what they cost without a tree. When a topic's query, place or existence
@@ -30,8 +30,8 @@ from typing import TypeVar
 from bot.clock import Clock
 from bot.models import CATALOG_GUILD, Paper, TopicRow, UpsertResult
 from bot.store import Store
+from bot.topic_tree import Hierarchy, HierarchyError
 from bot.topics.catalog import CatalogError, CatalogTopic
-from bot.topics.hierarchy import Hierarchy, HierarchyError
 from bot.topics.matcher import Matcher
 from bot.topics.query import PaperText, TopicQuery, parse_query
 
