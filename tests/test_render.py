@@ -41,6 +41,7 @@ from bot.store.search import HIGHLIGHT_END, HIGHLIGHT_START
 from cogs.history import highlight
 from cogs.pagination import inline_text
 from tests.factories import make_paper
+from tests.markdown_links import live_links
 from tests.shared_files import FIXTURES
 
 LIVE_MENTION = re.compile(r"@everyone|@here|<@!?\d+>|<@&\d+>|<#\d+>")
@@ -508,24 +509,6 @@ def test_neutralised_text_has_no_live_mention(text: str) -> None:
 
 # ---------------------------------------------------------------------------------------------------------
 # Links: only the bot's own. Text from a paper (or a user) can form none, wherever it becomes markdown.
-
-_ESCAPED = re.compile(r"\\([^0-9A-Za-z\s])")  # Discord shows the character itself, not its markdown
-_MASKED_TARGET = re.compile(r"\]\(\s*<?([^)>\s]*)>?\s*\)")
-_AUTOLINK = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s<>]*")
-
-
-def live_links(markdown: str) -> list[str]:
-    """Where the links Discord would make of `markdown` lead: masked links "[text](target)" and URLs it
-    links by themselves. Conservative: any "](" counts as a masked link, whether or not a "[" opens it."""
-    active = _ESCAPED.sub("\x00", markdown)
-    targets: list[str] = []
-
-    def masked(match: re.Match[str]) -> str:
-        targets.append(match.group(1))
-        return "\x00"
-
-    active = _MASKED_TARGET.sub(masked, active)
-    return targets + _AUTOLINK.findall(active)
 
 
 def own_links(paper: Paper) -> set[str]:
