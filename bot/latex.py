@@ -354,17 +354,41 @@ def pieces(text: str) -> list[str] | None:
     return cuts
 
 
+# Tokens pylatexenc may read per character of a piece. Ordinary text needs at most ~1.5; some unclosed
+# arguments (r"\frac{\frac{...", r"\sqrt[\sqrt[...") make its tolerant parser retry exponentially
+# (16 of them: seconds; 30: hours). Past the budget the piece is not LaTeX worth reading: fallback.
+_TOKENS_PER_CHAR = 4
+
+
+class _OverBudget(Exception):
+    pass
+
+
+class _BoundedWalker(latexwalker.LatexWalker):  # type: ignore[misc]
+    """pylatexenc's walker, reading at most _TOKENS_PER_CHAR tokens per character of its text."""
+
+    def __init__(self, text: str, **kwargs: object) -> None:
+        super().__init__(text, **kwargs)
+        self._tokens_left = _TOKENS_PER_CHAR * len(text) + 100
+
+    def get_token(self, *args: object, **kwargs: object) -> object:
+        self._tokens_left -= 1
+        if self._tokens_left < 0:
+            raise _OverBudget
+        return super().get_token(*args, **kwargs)
+
+
 def _convert(piece: str) -> str:
     try:
         prepared = _prepare(piece)
-        walker = latexwalker.LatexWalker(prepared, latex_context=_WALKER_DB, tolerant_parsing=True)
+        walker = _BoundedWalker(prepared, latex_context=_WALKER_DB, tolerant_parsing=True)
         nodes, _, _ = walker.get_latex_nodes()
         # A converter per call: pylatexenc keeps per-conversion state on it.
         rendered = _normalise(LatexNodes2Text(latex_context=_TEXT_DB).nodelist_to_text(nodes))
         # Spaces before a glue mark go with it. Collapsed first: a regex like \s*GLUE is quadratic on
         # long runs of whitespace (which "$$$$" or "\\\\" render to).
         return _normalise(rendered.replace(" " + _GLUE, "").replace(_GLUE, ""))
-    except Exception:  # pylatexenc has many failure modes on arbitrary text (RecursionError included)
+    except Exception:  # pylatexenc has many failure modes on arbitrary text (RecursionError, _OverBudget)
         return _fallback(piece)
 
 

@@ -217,6 +217,13 @@ def test_work_grows_linearly_with_the_length(unit: str) -> None:
     assert large <= 4.4 * small, (small, large)
 
 
+@pytest.mark.parametrize("unit", [r"\frac{", r"\sqrt[", r"\href{", r"$\frac{x^{"])
+def test_unclosed_arguments_cost_linear_work_not_exponential(unit: str) -> None:
+    # pylatexenc's tolerant parser retried these exponentially: 16 took seconds, 30 would take hours.
+    assert _work(latex_to_text, unit * 16) <= 2.5 * _work(latex_to_text, unit * 8)
+    assert latex_to_text(unit * 40).startswith(unit.replace("$", "")[:4])
+
+
 def test_long_text_is_converted_in_bounded_pieces_that_read_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
     text = _repeat(_PROSE, 100_000)
     seen: list[int] = []

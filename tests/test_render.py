@@ -630,8 +630,9 @@ def _ordinary_calls() -> int:
         dataclasses.replace(_ORDINARY, authors=(Author("A", ("Dept " + _HUGE,)),)),
         dataclasses.replace(_ORDINARY, title=_HUGE, abstract=_HUGE * 10, comment=_HUGE, journal_ref=_HUGE),
         dataclasses.replace(_ORDINARY, doi=_HUGE, primary_category=_HUGE, categories=(_HUGE,) * 100_000),
+        dataclasses.replace(_ORDINARY, title=r"\frac{" * 30, abstract=r"\sqrt[" * 30, comment=r"\href{" * 30),
     ],
-    ids=["50k-name", "1M-authors", "20k-affiliations", "1M-affiliation", "1M-texts", "1M-ids"],
+    ids=["50k-name", "1M-authors", "20k-affiliations", "1M-affiliation", "1M-texts", "1M-ids", "exponential"],
 )
 def test_a_hostile_entry_renders_for_the_cost_of_an_ordinary_card(hostile: Paper) -> None:
     assert _calls(lambda: _render_everything(hostile)) <= 2 * _ordinary_calls()
