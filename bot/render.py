@@ -77,9 +77,10 @@ _INLINE_FIELD_CHARS = 60
 _FOOTER_TOPICS_CHARS = 400
 
 # How much raw text is read, at most, before any conversion: what can be shown, times a margin for LaTeX
-# source being longer than its rendering ("$\\mathcal{O}$" shows as one character). arXiv's own limits are
-# far below (a title is at most a few hundred characters, an abstract 1,920), so only hostile entries are cut.
-_RAW_MARGIN = 4
+# source being longer than its rendering ("$\mathcal{O}$" shows as one character). Real titles and
+# abstracts fit (arXiv's own limits: a few hundred characters, an abstract 1,920); hostile ones are cut,
+# which bounds the LaTeX work of a card to a few thousand characters.
+_RAW_MARGIN = 2
 _AUTHORS_READ = 50  # names looked at for the ones shown; the rest are only counted
 _AFFILIATION_AUTHORS_READ = 5000  # authors whose affiliations are counted (the longest real lists: ~5,000)
 _CATEGORIES_READ = 20
@@ -275,8 +276,13 @@ def format_authors(authors: Sequence[Author], shown: int = 3, *, limit: int = AU
     if not names:
         return ""
     total = len(names) + len(authors) - read  # names not read count as named
-    # Only the names on show pay for LaTeX conversion.
-    names = [_readable(name) or name for name in names]
+    # Only names that can show pay for LaTeX conversion: none after the line is full.
+    readable: list[str] = []
+    for name in names:
+        if sum(len(n) + 2 for n in readable) > limit:
+            break
+        readable.append(_readable(name) or name)
+    names = readable
     count = len(names)
     while True:
         rest = f" +{total - count}" if total > count else ""
@@ -421,7 +427,7 @@ class _Abstract:
 
     @classmethod
     def of(cls, paper: Paper, chars: int) -> _Abstract:
-        raw_cap = _RAW_MARGIN * max(chars, 0) + 500
+        raw_cap = _RAW_MARGIN * max(chars, 0) + 200
         return cls(_readable(paper.abstract, raw_cap), len(paper.abstract) > raw_cap)
 
     def trimmed(self, chars: int) -> str:
