@@ -4,6 +4,10 @@ arXiv metadata is half LaTeX, half plain text: "GD $^2$ PO", "{\\sim}15", but al
 pylatexenc does the heavy lifting; this module guards the plain-text cases it would mangle (`%` starts a
 comment, a lone `$` opens math, a lone `\\` eats the next word) and adds what it lacks: Unicode super- and
 subscripts, plain letters for \\mathcal/\\mathbf, and `~` for \\sim.
+
+The work is linear in the length of the text whatever it holds: long text is converted in bounded pieces,
+unmatched braces become spaces before parsing, and the parser reads a bounded number of tokens per character
+(hostile text past any bound comes back as plain text).
 """
 
 from __future__ import annotations

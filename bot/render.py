@@ -1,4 +1,4 @@
-"""Paper -> Discord embed, link buttons, one-line and console text: pure functions within every Discord limit.
+"""Paper -> Discord embed, digest, link buttons, one-line and console text: pure functions within every Discord limit.
 
 Every user-visible string goes through the same steps: cut to a bounded raw length (a hostile entry may
 hold megabytes), LaTeX to Unicode (bot.latex), whitespace collapsed, made inert where Discord renders
