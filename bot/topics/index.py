@@ -37,6 +37,10 @@ from bot.topics.query import PaperText, TopicQuery, parse_query
 
 log = logging.getLogger(__name__)
 HISTORY_BATCH = 1000  # papers evaluated per trip to the worker thread
+# New papers are matched on the event loop (the index is mutated there too, so no thread may read it), a
+# slice at a time with a yield between slices: ~100 papers cost ~15 ms, so a 2,000-paper page never holds
+# commands back for more than that.
+MATCH_SLICE = 100
 T = TypeVar("T")
 
 
@@ -256,8 +260,14 @@ class TopicIndex:
         """Inside the papers' transaction: match those that are new or have a new version, record the matches
         for the closure (each topic's lineage), and return them. Returned, not kept here: a /paper lookup may
         store a paper while a poll is between its two steps."""
-        changed = set(result.new) | set(result.updated)
-        direct = self.matcher.match_many(p for p in papers if p.arxiv_id in changed)
+        ids = set(result.new) | set(result.updated)
+        changed = [p for p in papers if p.arxiv_id in ids]
+        direct: dict[str, set[int]] = {}
+        for start in range(0, len(changed), MATCH_SLICE):
+            if start:
+                await asyncio.sleep(0)  # let a command in between two slices
+            for arxiv_id, topic_ids in self.matcher.match_many(changed[start : start + MATCH_SLICE]).items():
+                direct.setdefault(arxiv_id, set()).update(topic_ids)
         found = PaperMatches()
         own: list[tuple[int, str]] = []
         through: set[tuple[int, str]] = set()
