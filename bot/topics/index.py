@@ -260,8 +260,8 @@ class TopicIndex:
         """Inside the papers' transaction: match those that are new or have a new version, record the matches
         for the closure (each topic's lineage), and return them. Returned, not kept here: a /paper lookup may
         store a paper while a poll is between its two steps."""
-        ids = set(result.new) | set(result.updated)
-        changed = [p for p in papers if p.arxiv_id in ids]
+        changed_ids = set(result.new) | set(result.updated)
+        changed = [p for p in papers if p.arxiv_id in changed_ids]
         direct: dict[str, set[int]] = {}
         for start in range(0, len(changed), MATCH_SLICE):
             if start:
