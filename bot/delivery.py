@@ -24,7 +24,8 @@ from typing import Protocol
 
 from bot.clock import Clock
 from bot.models import Paper, PendingDelivery, UpsertResult, Wanted
-from bot.render import CONTENT_LIMIT, EMBEDS_PER_MESSAGE, clip, inert_markdown
+from bot.render.limits import CONTENT_LIMIT, EMBEDS_PER_MESSAGE  # not bot.render's card: no discord here
+from bot.render.text import clip, inert_markdown
 from bot.store import Store
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,9 @@ import discord
 from bot.delivery import ChannelGone, PostRejected, RetryLater
 from bot.models import Paper
 from bot.render import (
+    THREAD_NAME_LIMIT,
     DigestItem,
+    clip,
     digest_content,
     digest_embeds,
     digest_thread_name,
@@ -87,7 +89,9 @@ class DiscordPoster:
         channel = await self._channel(channel_id)
         try:
             if isinstance(channel, discord.ForumChannel):
-                created = await channel.create_thread(name=text.splitlines()[0][:100], content=text)
+                created = await channel.create_thread(
+                    name=clip(text.splitlines()[0], THREAD_NAME_LIMIT), content=text
+                )
                 return created.message.id
             message = await channel.send(content=text, nonce=nonce)
             return message.id

@@ -10,6 +10,7 @@ import discord
 from discord import app_commands
 
 from bot.errors import PaperwatchError
+from bot.render import CONTENT_LIMIT, clip
 from bot.topics.query import QuerySyntaxError
 
 log = logging.getLogger(__name__)
@@ -50,7 +51,7 @@ async def on_app_command_error(interaction: discord.Interaction, error: app_comm
             exc_info=error,
         )
         text = GENERIC
-    await reply(interaction, text[:2000])
+    await reply(interaction, clip(text, CONTENT_LIMIT))
 
 
 async def reply(interaction: discord.Interaction, text: str) -> None:

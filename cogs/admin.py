@@ -11,10 +11,9 @@ from discord.ext import commands
 
 from bot.app import PaperBot
 from bot.models import Follow, SkippedSummary, SourceState
-from bot.render import FIELD_VALUE_LIMIT, clip
+from bot.render import FIELD_VALUE_LIMIT, clip, fit_lines, safe_name
 from bot.services.status import Status
 from cogs.common import guild_id_of, services
-from cogs.follow import fit_lines, safe_name
 
 ERROR_CHARS = 200
 SKIPPED_CHARS = 160
@@ -72,7 +71,7 @@ def source_lines(
                 if state.consecutive_failures == 1
                 else (f"{state.consecutive_failures} failed polls in a row")
             )
-            error = discord.utils.escape_markdown(clip(" ".join(state.last_error.split()), ERROR_CHARS))
+            error = safe_name(state.last_error, ERROR_CHARS)
             line += f"\n⚠️ {runs} (last {when(state.last_attempt)}): {error}"
         if state.skipped is not None:
             line += "\n" + skipped_text(state.skipped)
@@ -90,8 +89,7 @@ def deliveries_text(counts: Mapping[str, int]) -> str:
 
 def broken_lines(broken: Sequence[Follow]) -> list[str]:
     return [
-        f"**{safe_name(f.topic_name)}** in <#{f.channel_id}>: "
-        f"{discord.utils.escape_markdown(clip(f.broken_reason or '', ERROR_CHARS))}"
+        f"**{safe_name(f.topic_name)}** in <#{f.channel_id}>: {safe_name(f.broken_reason or '', ERROR_CHARS)}"
         for f in broken
     ]
 

@@ -9,6 +9,7 @@ from discord import app_commands
 
 from bot.errors import PaperwatchError
 from bot.models import TopicRow
+from bot.render import CHOICE_VALUE_LIMIT
 from bot.services import Services
 
 if TYPE_CHECKING:
@@ -43,4 +44,5 @@ async def topic_autocomplete(
     if interaction.guild_id is None:
         return []
     found = await services(interaction).topics.suggest(interaction.guild_id, current)
-    return [app_commands.Choice(name=label, value=name[:100]) for label, name in found]
+    # A value is matched, not read: cut without "…".
+    return [app_commands.Choice(name=label, value=name[:CHOICE_VALUE_LIMIT]) for label, name in found]

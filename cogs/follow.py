@@ -14,19 +14,23 @@ from bot.errors import PaperwatchError
 from bot.models import Follow, Mode, Paper, TopicRow
 from bot.momentum import Momentum
 from bot.render import (
+    CONTENT_LIMIT,
     DESCRIPTION_LIMIT,
     EMBED_TOTAL_LIMIT,
     TITLE_LIMIT,
     clip,
+    code_block,
     embed_size,
-    neutralise_mentions,
+    fit_lines,
+    human_join,
+    inert_markdown,
     paper_compact_line,
+    safe_name,
 )
 from bot.services.follows import DEFAULT_DIGEST_HOUR, Followed, UnfollowPlan
 from bot.services.topics import MAX_NAME_LENGTH, MAX_QUERY_LENGTH, NO_PARENT, TopicTree
 from cogs.common import guild_id_of, services, topic_autocomplete
 
-CONTENT_LIMIT = 2000
 PREVIEW_PAPERS = 3
 MENTIONS_SHOWN = 10
 
@@ -65,43 +69,6 @@ _FORUM_NEEDS = (
     ("send_messages_in_threads", "Send Messages in Posts"),
     ("embed_links", "Embed Links"),
 )
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Small text helpers (shared with the admin cog)
-
-
-def human_join(items: Sequence[str]) -> str:
-    if len(items) <= 2:
-        return " and ".join(items)
-    return ", ".join(items[:-1]) + " and " + items[-1]
-
-
-def fit_lines(lines: Sequence[str], limit: int, sep: str = "\n") -> str:
-    """As many whole lines as fit in `limit` characters, then "+N more" for the rest."""
-    if len(sep.join(lines)) <= limit:
-        return sep.join(lines)
-    best: int | None = None
-    shown_size = 0  # len(sep.join(lines[:shown]))
-    for shown, line in enumerate(lines):
-        if shown_size + len(sep) * bool(shown) + len(f"+{len(lines) - shown} more") <= limit:
-            best = shown
-        shown_size += len(sep) * bool(shown) + len(line)
-        if shown_size > limit:
-            break
-    if best is None:
-        return clip(f"+{len(lines)} more", limit)
-    return sep.join([*lines[:best], f"+{len(lines) - best} more"])
-
-
-def safe_name(name: str, limit: int = 100) -> str:
-    """A user-given name as markdown text: no pings, no formatting, bounded."""
-    return discord.utils.escape_markdown(clip(neutralise_mentions(" ".join(name.split())), limit))
-
-
-def code_block(text: str) -> str:
-    """Text shown verbatim; a backtick would close the block, so it becomes a look-alike."""
-    return "```\n" + text.strip().replace("`", "ˋ") + "\n```"
 
 
 def mode_text(mode: Mode, digest_hour: int) -> str:
@@ -241,7 +208,7 @@ def follow_line(follow: Follow, tree: TopicTree | None = None) -> str:
     name = (tree.label(follow.topic_id) if tree is not None else "") or follow.topic_name
     line = f"**{safe_name(name)}** → <#{follow.channel_id}> · {how} · {last}"
     if follow.broken_reason:
-        reason = discord.utils.escape_markdown(clip(follow.broken_reason, 200))
+        reason = inert_markdown(clip(follow.broken_reason, 200))
         line += f"\n⚠️ broken: {reason}. Fix the channel's permissions, then /follow again."
     return line
 

@@ -14,7 +14,7 @@ from discord.ext import commands
 from bot.app import PaperBot
 from bot.errors import PaperwatchError
 from bot.models import Paper, SearchHit, TopicRow, split_arxiv_id
-from bot.render import clip, inert_markdown, paper_compact_line, paper_embed, paper_view
+from bot.render import clip, inert_markdown, paper_compact_line, paper_embed, paper_view, shrink_to_fit
 from bot.services.history import (
     HIGHLIGHT_END,
     HIGHLIGHT_START,
@@ -95,14 +95,12 @@ def highlight(snippet: str, limit: int = SNIPPET_LIMIT) -> str:
     )
     plain = _ADJACENT_MARKS.sub(r"\1", _paired(" ".join("".join(kept).split())))
     plain = plain.replace(HIGHLIGHT_START + HIGHLIGHT_END, "")
-    chars = limit
-    while chars > 0:
+
+    def render(chars: int) -> str:
         escaped = inert_markdown(_paired(clip(plain, chars)))
-        text = escaped.replace(HIGHLIGHT_START, "**").replace(HIGHLIGHT_END, "**")
-        if len(text) <= limit:
-            return text
-        chars = min(chars - 1, chars * limit // len(text))  # escaping grew it: shrink in proportion
-    return ""
+        return escaped.replace(HIGHLIGHT_START, "**").replace(HIGHLIGHT_END, "**")
+
+    return shrink_to_fit(render, limit)
 
 
 def search_entry(rank: int, hit: SearchHit) -> str:

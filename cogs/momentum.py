@@ -14,10 +14,10 @@ from bot.app import PaperBot
 from bot.charts import weekly_chart
 from bot.models import TopicRow
 from bot.momentum import MAX_WEEKS, Momentum, check_weeks
-from bot.render import TITLE_LIMIT, clip, neutralise_mentions
+from bot.render import DESCRIPTION_LIMIT, TITLE_LIMIT, clip, inert_markdown, neutralise_mentions
 from bot.services.topics import MAX_NAME_LENGTH
 from cogs.common import guild_id_of, resolve_topic, services, topic_autocomplete
-from cogs.pagination import DESCRIPTION_LIMIT, Page, inline_text, pack_lines, send_pages
+from cogs.pagination import Page, inline_text, pack_lines, send_pages
 
 CHART_FILE = "momentum.png"
 TOPICS_PER_PAGE = 15
@@ -56,7 +56,7 @@ def topic_embed(m: Momentum) -> discord.Embed:
     embed = discord.Embed(
         title=clip(neutralise_mentions(" ".join(m.topic.split())), TITLE_LIMIT),
         description=(
-            f"{discord.utils.escape_markdown(m.sentence())}\n\n"
+            f"{inert_markdown(m.sentence())}\n\n"
             f"Last {len(m.series)} weeks: `{m.sparkline()}` (the last bar is this week so far)"
         ),
         colour=COLOUR,

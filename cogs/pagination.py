@@ -9,10 +9,8 @@ from typing import Any
 
 import discord
 
-from bot.render import clip, inert_markdown
+from bot.render import CONTENT_LIMIT, clip, inert_fit
 
-CONTENT_LIMIT = 2000  # Discord's limit for message content
-DESCRIPTION_LIMIT = 4096  # and for an embed description
 PAGE_TIMEOUT = 600.0  # seconds without a click before the buttons go grey
 NOT_YOURS = "Only the person who ran the command can turn pages. Run it yourself to get your own copy."
 
@@ -20,7 +18,7 @@ NOT_YOURS = "Only the person who ran the command can turn pages. Run it yourself
 def inline_text(text: str, limit: int) -> str:
     """User-given text (topic names, queries) shown inside markdown: one line, escaped, unable to ping,
     clipped."""
-    return clip(inert_markdown(" ".join(text.split())), limit)
+    return inert_fit(" ".join(text.split()), limit)
 
 
 @dataclass(frozen=True, slots=True)

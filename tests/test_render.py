@@ -27,12 +27,14 @@ from bot.render import (
     embed_size,
     format_affiliations,
     format_authors,
+    inert_fit,
     inert_markdown,
     neutralise_mentions,
     paper_compact_line,
     paper_console,
     paper_embed,
     paper_view,
+    safe_name,
     thread_name,
     trim_at_sentence,
 )
@@ -569,9 +571,24 @@ def test_no_paper_or_user_text_forms_a_link_anywhere(paper: Paper, topics: list[
         highlight(snippet),
         more_papers_text([pending]),
         inline_text(text, 100),
+        safe_name(text),
+        inert_fit(text, 100),
     ]
     for shown in markdown:
         assert set(live_links(shown)) <= own, shown
+
+
+@_SETTINGS_LINKS
+@given(text=_TEXT, limit=st.integers(min_value=0, max_value=300))
+def test_inert_fit_shows_as_much_as_fits_and_never_more(text: str, limit: int) -> None:
+    # The one "escape, then shrink" loop: whatever escaping adds, the result fits, and text that fits whole
+    # is shown whole.
+    shown = inert_fit(text, limit)
+    assert len(shown) <= limit
+    whole = inert_markdown(text)
+    if len(whole) <= limit:
+        assert shown == whole
+    assert live_links(shown) == []
 
 
 # ---------------------------------------------------------------------------------------------------------

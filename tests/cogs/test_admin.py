@@ -12,9 +12,10 @@ from bot.clock import FakeClock
 from tests.cogs.world import MEMBER, RL, OverwriteDiscord, invoke, public_reply
 from tests.factories import plain_paper, rl_paper
 from tests.fakes.arxiv_server import FakeArxiv
-from tests.fakes.atom import RawEntry, entry_xml, hostile_entry
+from tests.fakes.atom import RawEntry, entry_xml, error_feed, hostile_entry
 from tests.fakes.discord_server import EPHEMERAL, MANAGE_GUILD
 from tests.harness import running_paperbot
+from tests.markdown_links import live_links
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 
@@ -129,4 +130,24 @@ async def test_status_shows_every_poll_error_and_the_entries_skipped(tmp_path: P
             # A backfill's skipped entries show too, under its own name.
             await bot.ctx.backfill(("cs.LG",)).run(1)
             assert "`backfill:cs.LG`: 🚫 2 unusable entries skipped" in await polling()
+        assert discord.violations == []
+
+
+async def test_a_poll_error_quoting_hostile_text_shows_no_link_and_pings_nobody(tmp_path: Path) -> None:
+    # arXiv's error entry is quoted in the recorded poll error; whoever answers as arXiv (or sits between)
+    # writes it. discord.utils.escape_markdown escaped only the first "[" of a line: the second masked link
+    # stayed live in /status, its text lying about where it leads.
+    hostile = "bad [query](https://arxiv.org/help) see [the fix](https://evil.example/x) @everyone"
+    async with OverwriteDiscord() as discord, FakeArxiv() as arxiv:
+        guild = discord.add_guild("Lab A")
+        papers = discord.add_text_channel(guild, "papers")
+        admin = discord.add_member(guild, "admin", permissions=MEMBER | MANAGE_GUILD)
+        async with running_paperbot(tmp_path, discord, arxiv, clock=FakeClock(NOW)) as bot:
+            arxiv.serve_raw_next(error_feed(hostile))
+            assert not (await bot.ctx.ingestor().poll_once()).complete
+            response = await (await invoke(discord, guild, papers, admin, "status")).wait_response()
+            polling = fields_of(response)["arXiv polling"]
+            assert "⚠️ 1 failed poll" in polling and "the fix" in polling
+            assert live_links(polling) == []
+            assert "@everyone" not in polling
         assert discord.violations == []

@@ -15,11 +15,11 @@ from hypothesis import strategies as st
 from bot.app import PaperBot
 from bot.clock import FakeClock
 from bot.models import Follow, Paper, TopicRow
-from bot.render import paper_compact_line
+from bot.render import fit_lines, paper_compact_line
 from bot.topics.catalog import CatalogTopic
 from bot.topics.index import TopicIndex
 from bot.topics.query import parse_query
-from cogs.follow import fit_lines, follow_message
+from cogs.follow import follow_message
 from tests.cogs.world import (
     MANAGE_CHANNELS,
     MEMBER,

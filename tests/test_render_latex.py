@@ -1,4 +1,4 @@
-"""bot.latex: arXiv LaTeX-ish text comes out readable, plain text stays intact, nothing ever raises."""
+"""bot.render.latex: arXiv LaTeX-ish text comes out readable, plain text stays intact, nothing ever raises."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
-import bot.latex
-from bot.latex import PIECE_MAX, latex_to_text, pieces
+import bot.render.latex
+from bot.render.latex import PIECE_MAX, latex_to_text, pieces
 from tests.shared_files import FIXTURES
 
 ATOM = {"a": "http://www.w3.org/2005/Atom"}
@@ -230,13 +230,13 @@ def test_unclosed_arguments_cost_linear_work_not_exponential(unit: str) -> None:
 def test_long_text_is_converted_in_bounded_pieces_that_read_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
     text = _repeat(_PROSE, 100_000)
     seen: list[int] = []
-    convert = bot.latex._convert
+    convert = bot.render.latex._convert
 
     def counting(piece: str) -> str:
         seen.append(len(piece))
         return convert(piece)
 
-    monkeypatch.setattr(bot.latex, "_convert", counting)
+    monkeypatch.setattr(bot.render.latex, "_convert", counting)
     out = latex_to_text(text)
     assert max(seen) <= PIECE_MAX and sum(seen) <= len(text)
     # Read the same as converting it whole would: every complete sentence exactly as on its own.

@@ -92,7 +92,8 @@ def _arg_text(node: latexwalker.LatexNode, l2tobj: LatexNodes2Text, index: int =
     args = node.nodeargd.argnlist if node.nodeargd and node.nodeargd.argnlist else []
     if index >= len(args) or args[index] is None:
         return ""
-    return l2tobj._groupnodecontents_to_text(args[index])
+    text: str = l2tobj._groupnodecontents_to_text(args[index])  # pylatexenc is untyped
+    return text
 
 
 def _to_script(text: str, table: dict[str, str]) -> str | None:
@@ -108,8 +109,9 @@ def _to_script(text: str, table: dict[str, str]) -> str | None:
 def _script(node: latexwalker.LatexSpecialsNode, l2tobj: LatexNodes2Text) -> str:
     """`^x` / `_{...}`: Unicode super/subscripts where they exist, else `x^(n+m+k)`-style plain text."""
     if not node.parsing_state.in_math_mode:
-        return node.latex_verbatim()  # snake_case in prose stays as written
-    sign = node.specials_chars
+        verbatim: str = node.latex_verbatim()  # snake_case in prose stays as written
+        return verbatim
+    sign: str = node.specials_chars
     # Spaces inside math are insignificant: "n - 1" -> "n-1" before mapping.
     text = "".join(_arg_text(node, l2tobj).replace(_GLUE, "").split())
     mapped = _to_script(text, _SUPERSCRIPT if sign == "^" else _SUBSCRIPT)
@@ -154,7 +156,9 @@ def _unknown_macro(node: latexwalker.LatexMacroNode, l2tobj: LatexNodes2Text) ->
     end = node.pos + node.len
     if source[end : end + 1] == "{":
         return ""
-    return "\\" + node.macroname + node.macro_post_space
+    name: str = node.macroname
+    space: str = node.macro_post_space
+    return "\\" + name + space
 
 
 def _text_specs() -> dict[str, list[object]]:

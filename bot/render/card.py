@@ -1,7 +1,7 @@
-"""Paper -> Discord embed, digest, link buttons, one-line and console text: pure functions within every Discord limit.
+"""The paper card: embed, link buttons, compact line, thread name and console form, within every Discord limit.
 
 Every user-visible string goes through the same steps: cut to a bounded raw length (a hostile entry may
-hold megabytes), LaTeX to Unicode (bot.latex), whitespace collapsed, made inert where Discord renders
+hold megabytes), LaTeX to Unicode (bot.render.latex), whitespace collapsed, made inert where Discord renders
 markdown (`inert_markdown`: no formatting, no link, no mention can come from a paper's text), mentions
 neutralised, then clipped to its limit with "…". Neutralising comes last but one so nothing assembled
 afterwards can form a mention; clipping only removes a tail, which cannot create one either.
@@ -10,9 +10,7 @@ afterwards can form a mention; clipping only removes a tail, which cannot create
 from __future__ import annotations
 
 import itertools
-import re
 import textwrap
-import unicodedata
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -21,56 +19,42 @@ from urllib.parse import quote
 
 import discord
 
-from bot.latex import latex_to_text
 from bot.models import Author, Paper
-
-__all__ = [
-    "DEFAULT_ABSTRACT_CHARS",
-    "DIGEST_ABSTRACT_CHARS",
-    "category_colour",
-    "clip",
-    "digest_content",
-    "digest_embeds",
-    "digest_thread_name",
-    "embed_size",
-    "format_affiliations",
-    "format_authors",
-    "inert_markdown",
-    "neutralise_mentions",
-    "paper_compact_line",
-    "paper_console",
-    "paper_embed",
-    "paper_view",
-    "thread_name",
-    "trim_at_sentence",
-]
+from bot.render.limits import (
+    AUTHOR_NAME_LIMIT,
+    BUTTON_LABEL_LIMIT,
+    COMPACT_LINE_LIMIT,
+    DESCRIPTION_LIMIT,
+    EMBED_TOTAL_LIMIT,
+    FIELD_VALUE_LIMIT,
+    FOOTER_LIMIT,
+    THREAD_NAME_LIMIT,
+    TITLE_LIMIT,
+    URL_LIMIT,
+)
+from bot.render.text import (
+    SEP,
+    clean,
+    clip,
+    inert_fit,
+    inert_markdown,
+    neutralise_mentions,
+    readable_text,
+    safe_clip,
+    shrink_to_fit,
+    trim_at_sentence,
+    valid_url,
+)
 
 DEFAULT_ABSTRACT_CHARS = 700
+_md = inert_markdown
 
-# Discord limits (characters = Unicode code points, as Discord's API counts them).
-TITLE_LIMIT = 256
-DESCRIPTION_LIMIT = 4096
-FIELD_NAME_LIMIT = 256
-FIELD_VALUE_LIMIT = 1024
-FOOTER_LIMIT = 2048
-AUTHOR_NAME_LIMIT = 256
-EMBED_TOTAL_LIMIT = 6000
-BUTTON_LABEL_LIMIT = 80
-URL_LIMIT = 512
-THREAD_NAME_LIMIT = 100
-COMPACT_LINE_LIMIT = 300
-CONTENT_LIMIT = 2000
-EMBEDS_PER_MESSAGE = 10
-
-ELLIPSIS = "…"
-SEP = " · "
-_ZWSP = "\u200b"
 
 # Softer caps than Discord's, chosen for readability of one card.
 _AFFILIATION_CHARS = 60
 _CATEGORY_CHARS = 24
 _OTHER_CATEGORIES_SHOWN = 3
-_TOPIC_CHARS = 100
+TOPIC_CHARS = 100
 _COMMENT_CHARS = 300
 _JOURNAL_CHARS = 200
 _INLINE_FIELD_CHARS = 60
@@ -80,179 +64,12 @@ _FOOTER_TOPICS_CHARS = 400
 # source being longer than its rendering ("$\mathcal{O}$" shows as one character). Real titles and
 # abstracts fit (arXiv's own limits: a few hundred characters, an abstract 1,920); hostile ones are cut,
 # which bounds the LaTeX work of a card to a few thousand characters.
-_RAW_MARGIN = 2
+RAW_MARGIN = 2
 _AUTHORS_READ = 50  # names looked at for the ones shown; the rest are only counted
 _AFFILIATION_AUTHORS_READ = 5000  # authors whose affiliations are counted (the longest real lists: ~5,000)
 _CATEGORIES_READ = 20
-_TOPICS_READ = 50
+TOPICS_READ = 50
 _ID_CHARS = 64
-
-# ---------------------------------------------------------------------------------------------------------
-# Text primitives
-
-
-# Control and surrogate code points other than whitespace (Discord rejects or mangles them), as one class.
-_UNWANTED = re.compile(
-    "["
-    + "".join(
-        re.escape(chr(c))
-        for c in [*range(0x20), *range(0x7F, 0xA0)]
-        if unicodedata.category(chr(c)) == "Cc" and not chr(c).isspace()
-    )
-    + "\ud800-\udfff]"
-)
-
-
-def _clean(text: str | None, chars: int | None = None) -> str:
-    """At most `chars` raw characters, control/surrogate code points dropped, whitespace collapsed."""
-    if not text:
-        return ""
-    if chars is not None:
-        text = text[:chars]
-    return " ".join(_UNWANTED.sub("", text).split())
-
-
-_DOLLAR = re.compile(r"(?<!\\)\$")
-
-
-def _readable(text: str | None, chars: int | None = None) -> str:
-    """LaTeX made readable, only when the text looks like it has any (pylatexenc is the costly step).
-    Cut to `chars` raw characters first, and back before a `$` the cut would leave open."""
-    if text and chars is not None and len(text) > chars:
-        text = text[:chars]
-        dollars = [m.start() for m in _DOLLAR.finditer(text)]
-        if len(dollars) % 2:
-            text = text[: dollars[-1]]
-    cleaned = _clean(text)
-    if any(ch in cleaned for ch in "$\\{}^_~%"):
-        return _clean(latex_to_text(cleaned))
-    return cleaned
-
-
-def clip(text: str, limit: int, *, words: bool = True) -> str:
-    """Fit text in `limit` characters, ending in "…" when cut (at a word boundary when one is close)."""
-    if len(text) <= limit:
-        return text
-    if limit <= 0:
-        return ""
-    head = text[: limit - 1]
-    if words:
-        space = head.rfind(" ")
-        if space >= limit * 0.7:
-            head = head[:space]
-    head = head.rstrip()
-    # An odd run of trailing backslashes would escape the ellipsis in markdown.
-    trailing = len(head) - len(head.rstrip("\\"))
-    if trailing % 2:
-        head = head[:-1]
-    return head + ELLIPSIS
-
-
-_MASS_MENTION = re.compile(r"@(everyone|here)", re.IGNORECASE)
-_ID_MENTION = re.compile(r"<(@[!&]?|#)(?=\d)")
-
-
-def neutralise_mentions(text: str) -> str:
-    """Break @everyone, @here, <@id>, <@!id>, <@&id> and <#id> with a zero-width space so the text neither
-    pings nor renders as a mention; it still reads the same."""
-    text = _MASS_MENTION.sub("@" + _ZWSP + r"\1", text)
-    return _ID_MENTION.sub(r"<\1" + _ZWSP, text)
-
-
-# Every character Discord's markdown gives a meaning to anywhere in a line: emphasis, code, spoilers,
-# quotes, headings, masked links ([ ]), angle-bracket links, mentions, emoji and timestamps (<), and the
-# escape itself. A backslash before any punctuation shows it as it is, so escaping them all is always safe.
-_MARKDOWN_CHAR = re.compile(r"[\\*_~`|\[\]<>#]")
-# A scheme's "://" (https://, steam://...): Discord would make the text a link, and in message content
-# unfurl a preview written by whoever owns the address.
-_AUTOLINK = re.compile(r"(?<=[A-Za-z0-9])://")
-# Line starts that open a list, a numbered list or a subtext line ("- ", "+ ", "1. ", "-# ").
-_LINE_START = re.compile(r"^(\s*)([-+](?=\s|$)|\d+(?=[.)](?:\s|$)))", re.MULTILINE)
-
-
-def inert_markdown(text: str) -> str:
-    """Text from a paper (or a user) made inert for Discord markdown, wherever it lands in a line: it shows
-    as written but can format nothing, link nowhere and ping nobody. The one escaping function of the bot.
-
-    discord.utils.escape_markdown is not enough: it escapes only the first `[` of a line, so a second
-    "[text](https://elsewhere)" stays a live link whose text lies about its target; and it leaves URLs be."""
-    text = _MARKDOWN_CHAR.sub(r"\\\g<0>", text)
-    text = _AUTOLINK.sub(r"\\://", text)
-    text = _LINE_START.sub(lambda m: m.group(1) + _escape_line_start(m.group(2)), text)
-    return neutralise_mentions(text)
-
-
-def _escape_line_start(marker: str) -> str:
-    # "- x" and "+ x" get the backslash before the sign, "1. x" before the dot.
-    return "\\" + marker if marker in "-+" else marker + "\\"
-
-
-_md = inert_markdown
-
-
-def _safe(text: str, limit: int) -> str:
-    return clip(neutralise_mentions(text), limit)
-
-
-_URL = re.compile(r"https://[A-Za-z0-9._~/%+\-]+")
-
-
-def _valid_url(url: str | None) -> str | None:
-    """Only plain https URLs Discord will accept for embeds and link buttons."""
-    if url and len(url) <= URL_LIMIT and _URL.fullmatch(url):
-        return url
-    return None
-
-
-_SENTENCE_END = re.compile(r"[.!?][\"')\]”’]*(?=\s+[\"'(\[“‘]?[A-Z0-9])")
-# Abbreviations whose full stop is not a sentence end ("et al. Smith", "Fig. 3", "e.g. BERT").
-_ABBREVIATIONS = frozenset(
-    [
-        "al",
-        "e.g",
-        "i.e",
-        "cf",
-        "vs",
-        "fig",
-        "figs",
-        "eq",
-        "eqs",
-        "sec",
-        "ref",
-        "refs",
-        "no",
-        "dr",
-        "mr",
-        "ms",
-        "prof",
-        "approx",
-        "resp",
-        "st",
-        "ca",
-    ]
-)
-
-
-def _is_abbreviation(text: str, dot: int) -> bool:
-    start = text.rfind(" ", 0, dot) + 1
-    word = text[start:dot].lower().lstrip("([\"'")
-    return word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha())
-
-
-def trim_at_sentence(text: str, limit: int) -> str:
-    """Cut `text` to at most `limit` characters, at the last sentence end if one falls in the last ~40%,
-    else at a word; "…" marks a cut."""
-    text = text.strip()
-    if len(text) <= limit:
-        return text
-    if limit <= 1:
-        return ELLIPSIS[: max(limit, 0)]
-    window = text[: limit - 1]  # room for the ellipsis
-    ends = [m.end() for m in _SENTENCE_END.finditer(window) if not _is_abbreviation(window, m.start())]
-    if ends and ends[-1] >= limit * 0.6 and ends[-1] <= limit - 2:
-        return window[: ends[-1]] + " " + ELLIPSIS
-    return clip(text, limit)
-
 
 # ---------------------------------------------------------------------------------------------------------
 # Pieces of a card
@@ -268,7 +85,7 @@ def format_authors(authors: Sequence[Author], shown: int = 3, *, limit: int = AU
     read = 0
     for author in itertools.islice(authors, _AUTHORS_READ):
         read += 1
-        name = _clean(author.name, _RAW_MARGIN * limit)
+        name = clean(author.name, RAW_MARGIN * limit)
         if name:
             names.append(name)
             if len(names) == shown:
@@ -281,7 +98,7 @@ def format_authors(authors: Sequence[Author], shown: int = 3, *, limit: int = AU
     for name in names:
         if sum(len(n) + 2 for n in readable) > limit:
             break
-        readable.append(_readable(name) or name)
+        readable.append(readable_text(name) or name)
     names = readable
     count = len(names)
     while True:
@@ -304,7 +121,7 @@ def _distinct(values: Iterable[str]) -> list[str]:
 
 
 def _affiliation_key(text: str) -> str:
-    return " ".join(text[: _RAW_MARGIN * _AFFILIATION_CHARS].split()).casefold()
+    return " ".join(text[: RAW_MARGIN * _AFFILIATION_CHARS].split()).casefold()
 
 
 def format_affiliations(authors: Sequence[Author], limit: int = 3) -> str | None:
@@ -321,7 +138,7 @@ def format_affiliations(authors: Sequence[Author], limit: int = 3) -> str | None
                 first[key] = affiliation
     shown: list[str] = []
     for raw in first.values():
-        text = _readable(raw, _RAW_MARGIN * _AFFILIATION_CHARS)
+        text = readable_text(raw, RAW_MARGIN * _AFFILIATION_CHARS)
         if text:
             shown.append(clip(text, _AFFILIATION_CHARS))
             if len(shown) == limit:
@@ -342,10 +159,10 @@ def _day(moment: datetime) -> str:
 
 
 def _categories(paper: Paper) -> tuple[str, list[str]]:
-    chars = _RAW_MARGIN * _CATEGORY_CHARS
-    primary = clip(_clean(paper.primary_category, chars), _CATEGORY_CHARS) or "arXiv"
+    chars = RAW_MARGIN * _CATEGORY_CHARS
+    primary = clip(clean(paper.primary_category, chars), _CATEGORY_CHARS) or "arXiv"
     read = paper.categories[:_CATEGORIES_READ]
-    others = _distinct(clip(_clean(c, chars), _CATEGORY_CHARS) for c in read)
+    others = _distinct(clip(clean(c, chars), _CATEGORY_CHARS) for c in read)
     return primary, [c for c in others if c.casefold() != primary.casefold()]
 
 
@@ -375,7 +192,7 @@ def _meta_line(paper: Paper, *, markdown: bool) -> str:
     else:
         category = primary + _others_text(others)
     seen = paper.announced
-    announced = _clean(seen.label(primary)) if seen is not None and seen.version == paper.version else ""
+    announced = clean(seen.label(primary)) if seen is not None and seen.version == paper.version else ""
     announced = _md(announced) if markdown else announced
     parts = [_day(paper.published), category, announced or _version_text(paper)]
     return SEP.join(part for part in parts if part)
@@ -413,12 +230,12 @@ def category_colour(category: str) -> discord.Colour:
 
 
 def _id_text(paper: Paper) -> str:
-    return _clean(paper.versioned_id, _ID_CHARS)
+    return clean(paper.versioned_id, _ID_CHARS)
 
 
 def _title_text(paper: Paper) -> str:
-    arxiv_id = _clean(paper.arxiv_id, _ID_CHARS)
-    readable = _readable(paper.title, _RAW_MARGIN * TITLE_LIMIT)
+    arxiv_id = clean(paper.arxiv_id, _ID_CHARS)
+    readable = readable_text(paper.title, RAW_MARGIN * TITLE_LIMIT)
     return readable or (f"arXiv:{arxiv_id}" if arxiv_id else "Untitled paper")
 
 
@@ -431,8 +248,8 @@ class _Abstract:
 
     @classmethod
     def of(cls, paper: Paper, chars: int) -> _Abstract:
-        raw_cap = _RAW_MARGIN * max(chars, 0) + 200
-        return cls(_readable(paper.abstract, raw_cap), len(paper.abstract) > raw_cap)
+        raw_cap = RAW_MARGIN * max(chars, 0) + 200
+        return cls(readable_text(paper.abstract, raw_cap), len(paper.abstract) > raw_cap)
 
     def trimmed(self, chars: int) -> str:
         if self.cut and self.text:
@@ -445,22 +262,20 @@ def _abstract_text(paper: Paper, chars: int) -> str:
 
 
 def _topics_text(topics: Sequence[str]) -> str:
-    names = _distinct(
-        clip(_clean(t, _RAW_MARGIN * _TOPIC_CHARS), _TOPIC_CHARS) for t in topics[:_TOPICS_READ]
-    )
+    names = _distinct(clip(clean(t, RAW_MARGIN * TOPIC_CHARS), TOPIC_CHARS) for t in topics[:TOPICS_READ])
     return clip("Matched: " + SEP.join(names), _FOOTER_TOPICS_CHARS) if names else ""
 
 
 def _note(text: str | None, limit: int) -> str:
     """A comment or journal ref, readable and clipped; the raw text is cut first to bound LaTeX work."""
-    return clip(_readable(text, _RAW_MARGIN * limit), limit)
+    return clip(readable_text(text, RAW_MARGIN * limit), limit)
 
 
 def _doi_parts(paper: Paper) -> tuple[str, str | None]:
     """(DOI shown, its https://doi.org link or None). arXiv may list several DOIs: link the first."""
-    doi = _clean(paper.doi, URL_LIMIT)
+    doi = clean(paper.doi, URL_LIMIT)
     first = doi.split(" ")[0] if doi else ""
-    return doi, _valid_url(f"https://doi.org/{quote(first, safe='/')}") if first else None
+    return doi, valid_url(f"https://doi.org/{quote(first, safe='/')}") if first else None
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -482,7 +297,7 @@ def _fields(paper: Paper) -> list[tuple[str, str, bool]]:
         # The bot's own link: its target is doi.org, whatever the DOI's text says.
         value = f"[{_md(shown)}]({doi_url})" if doi_url else _md(shown)
         fields.append(("DOI", value, True))
-    return [(name, _safe(value, FIELD_VALUE_LIMIT), inline) for name, value, inline in fields if value]
+    return [(name, safe_clip(value, FIELD_VALUE_LIMIT), inline) for name, value, inline in fields if value]
 
 
 # Abstract characters a card keeps before its notes fields and its affiliations line give way.
@@ -495,13 +310,7 @@ def _abstract_body(paper: Paper, chars: int, room: int) -> str:
     if chars <= 0:
         return ""
     abstract = _Abstract.of(paper, chars)  # converted once; only trimming and escaping repeat
-    while chars > 0:
-        body = _md(abstract.trimmed(chars))
-        if len(body) <= room:
-            return body
-        # Escaping grows the text: shrink in proportion, by at least one character.
-        chars = min(chars - 1, chars * room // max(len(body), 1))
-    return ""
+    return shrink_to_fit(lambda n: _md(abstract.trimmed(n)), room, start=chars)
 
 
 def _heads(paper: Paper) -> list[str]:
@@ -540,19 +349,19 @@ def paper_embed(
     the abstract; only a budget too small for those clips the footer, the authors and the title."""
     budget = min(max(budget, 1), EMBED_TOTAL_LIMIT)
     embed = discord.Embed(
-        title=_safe(_title_text(paper), TITLE_LIMIT),
-        url=_valid_url(paper.abs_url),
+        title=safe_clip(_title_text(paper), TITLE_LIMIT),
+        url=valid_url(paper.abs_url),
         colour=category_colour(paper.primary_category),
         timestamp=_as_utc(paper.published),
     )
     authors = format_authors(paper.authors, shown=authors_shown)
     if authors:
-        embed.set_author(name=_safe(authors, AUTHOR_NAME_LIMIT))
+        embed.set_author(name=safe_clip(authors, AUTHOR_NAME_LIMIT))
     for name, value, inline in _fields(paper):
         embed.add_field(name=name, value=value, inline=inline)
     # " • " like Discord's own separator before the timestamp; " · " stays inside the topic list.
     footer = " • ".join(p for p in (_topics_text(topics), f"arXiv:{_id_text(paper)}") if p)
-    embed.set_footer(text=_safe(footer, FOOTER_LIMIT))
+    embed.set_footer(text=safe_clip(footer, FOOTER_LIMIT))
     heads = _heads(paper)
     kept = len(heads[0]) + 2 + min(max(abstract_chars, 0), _DESCRIPTION_KEPT)
     while embed.fields and budget - embed_size(embed) < kept:
@@ -561,6 +370,25 @@ def paper_embed(
     embed.description = _description(paper, heads, room, abstract_chars) or None
     _squeeze(embed, budget)
     return embed
+
+
+def embed_size(embed: discord.Embed) -> int:
+    """Characters Discord counts toward the 6000 total: title, description, field names and values, footer
+    text and author name."""
+    parts = [embed.title, embed.description, embed.footer.text, embed.author.name]
+    parts += [text for field in embed.fields for text in (field.name, field.value)]
+    return sum(len(part) for part in parts if part)
+
+
+def paper_view(paper: Paper) -> discord.ui.View:
+    """Link buttons Abstract / PDF / HTML. Link buttons need no callbacks, so timeout=None and no state;
+    safe to build with or without a running event loop (discord.py 2.7 creates its future lazily)."""
+    view = discord.ui.View(timeout=None)
+    for label, url in (("Abstract", paper.abs_url), ("PDF", paper.pdf_url), ("HTML", paper.html_url)):
+        valid = valid_url(url)
+        if valid:
+            view.add_item(discord.ui.Button(label=label[:BUTTON_LABEL_LIMIT], url=valid))
+    return view
 
 
 def _squeeze(embed: discord.Embed, budget: int) -> None:
@@ -585,84 +413,6 @@ def _squeeze(embed: discord.Embed, budget: int) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Digests: up to ten compact cards in one message, within the 6,000 characters all its embeds share
-
-DIGEST_ABSTRACT_CHARS = 280
-# What the cards of one digest may use together: Discord's 6,000 less a margin, so a digest never meets
-# the limit however Discord rounds (a 400 for size is still handled by the worker: it splits the digest).
-DIGEST_EMBEDS_CHARS = EMBED_TOTAL_LIMIT - 300
-
-DigestItem = tuple[Paper, Sequence[str]]
-
-
-def digest_embeds(items: Sequence[DigestItem], *, total: int = DIGEST_EMBEDS_CHARS) -> list[discord.Embed]:
-    """One compact card per paper, all of them within `total` characters: cards smaller than an equal
-    share keep their natural size and leave the rest to the others, which shrink to a common cap."""
-    if len(items) > EMBEDS_PER_MESSAGE:
-        raise ValueError(f"a message holds at most {EMBEDS_PER_MESSAGE} embeds, not {len(items)}")
-    embeds = [paper_embed(p, topics=t, abstract_chars=DIGEST_ABSTRACT_CHARS) for p, t in items]
-    cap = _fair_cap([embed_size(e) for e in embeds], total)
-    return [
-        embed
-        if embed_size(embed) <= cap
-        else paper_embed(paper, topics=topics, abstract_chars=DIGEST_ABSTRACT_CHARS, budget=cap)
-        for embed, (paper, topics) in zip(embeds, items, strict=True)
-    ]
-
-
-def _fair_cap(sizes: Sequence[int], total: int) -> int:
-    """The largest cap such that sum(min(size, cap)) <= total (water-filling)."""
-    left = total
-    for i, size in enumerate(sorted(sizes)):
-        share = left // (len(sizes) - i)
-        if size > share:
-            return share
-        left -= size
-    return total
-
-
-def _digest_topics(items: Sequence[DigestItem]) -> list[str]:
-    names = {_clean(t, _RAW_MARGIN * _TOPIC_CHARS) for _, topics in items for t in topics[:_TOPICS_READ]}
-    return sorted(n for n in names if n)
-
-
-def _papers_text(count: int) -> str:
-    return "1 new paper" if count == 1 else f"{count} new papers"
-
-
-def digest_content(items: Sequence[DigestItem]) -> str:
-    """The line above a digest's cards: "**10 new papers** for RL Post-Training · Reward Modeling"."""
-    names = SEP.join(_md(clip(name, _TOPIC_CHARS)) for name in _digest_topics(items)) or "your topics"
-    return clip(f"**{_papers_text(len(items))}** for {names}", CONTENT_LIMIT)
-
-
-def digest_thread_name(items: Sequence[DigestItem]) -> str:
-    """A digest's forum post title (plain text): "10 new papers: RL Post-Training · Reward Modeling"."""
-    names = SEP.join(_digest_topics(items))
-    text = f"{_papers_text(len(items))}: {names}" if names else _papers_text(len(items))
-    return _safe(text, THREAD_NAME_LIMIT)
-
-
-def embed_size(embed: discord.Embed) -> int:
-    """Characters Discord counts toward the 6000 total: title, description, field names and values, footer
-    text and author name."""
-    parts = [embed.title, embed.description, embed.footer.text, embed.author.name]
-    parts += [text for field in embed.fields for text in (field.name, field.value)]
-    return sum(len(part) for part in parts if part)
-
-
-def paper_view(paper: Paper) -> discord.ui.View:
-    """Link buttons Abstract / PDF / HTML. Link buttons need no callbacks, so timeout=None and no state;
-    safe to build with or without a running event loop (discord.py 2.7 creates its future lazily)."""
-    view = discord.ui.View(timeout=None)
-    for label, url in (("Abstract", paper.abs_url), ("PDF", paper.pdf_url), ("HTML", paper.html_url)):
-        valid = _valid_url(url)
-        if valid:
-            view.add_item(discord.ui.Button(label=label[:BUTTON_LABEL_LIMIT], url=valid))
-    return view
-
-
-# ---------------------------------------------------------------------------------------------------------
 # Other renderings
 
 
@@ -673,22 +423,16 @@ def paper_compact_line(paper: Paper) -> str:
     primary, _ = _categories(paper)
     tail_parts = [_md(authors), _md(primary), _day(paper.published)]
     tail = " — " + SEP.join(part for part in tail_parts if part)
-    url = _valid_url(paper.abs_url)
+    url = valid_url(paper.abs_url)
     avail = COMPACT_LINE_LIMIT - len(tail) - (len(f"[](<{url}>)") if url else 0)
-    title, chars, shown = _title_text(paper), avail, ""
-    while chars > 0:
-        shown = _md(clip(title, chars))
-        if len(shown) <= avail:
-            break
-        chars = min(chars - 1, chars * avail // len(shown))  # escaping grew it: shrink in proportion
-        shown = ""
+    shown = inert_fit(_title_text(paper), avail)
     head = f"[{shown}](<{url}>)" if url and shown else shown
-    return _safe(head + tail, COMPACT_LINE_LIMIT)
+    return safe_clip(head + tail, COMPACT_LINE_LIMIT)
 
 
 def thread_name(paper: Paper) -> str:
     """Forum post title: the readable title in at most 100 characters, never empty."""
-    name = _safe(_title_text(paper), THREAD_NAME_LIMIT)
+    name = safe_clip(_title_text(paper), THREAD_NAME_LIMIT)
     return name or "Untitled paper"
 
 
