@@ -21,6 +21,8 @@ from datetime import UTC, datetime, timedelta
 from bot.clock import Clock
 from bot.errors import PaperwatchError
 from bot.models import TopicRow, find_named, fold_name, topic_key
+from bot.render.limits import AUTOCOMPLETE_CHOICES, CHOICE_NAME_LIMIT
+from bot.render.text import clip
 from bot.store import Store
 from bot.store.protocol import TopicNameTaken
 from bot.topic_tree import Hierarchy
@@ -30,8 +32,9 @@ from bot.topics.query import TopicQuery, parse_query
 
 MAX_NAME_LENGTH = 80
 MAX_DESCRIPTION_LENGTH = 1000
-MAX_SUGGESTIONS = 25  # Discord's limit for autocomplete
-MAX_CHOICE_LENGTH = 100  # Discord's limit for an autocomplete choice's name
+MAX_SUGGESTIONS = AUTOCOMPLETE_CHOICES
+MAX_CHOICE_LENGTH = CHOICE_NAME_LIMIT
+SHOWN_QUERY = 100  # characters of a query an error message repeats
 CHANGE_WINDOW = timedelta(hours=1)
 NO_PARENT = "none"  # parent:none puts a server's topic back at the top
 PATH_SEPARATOR = " › "
@@ -168,7 +171,7 @@ def has_index_term(query: TopicQuery) -> bool:
 
 def shown_query(query: TopicQuery) -> str:
     text = " ".join(query.text.split())
-    return (text[:97] + "…" if len(text) > 100 else text).replace("`", "ˋ")
+    return clip(text, SHOWN_QUERY, words=False).replace("`", "ˋ")
 
 
 NARROWING = (
