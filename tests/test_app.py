@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -30,6 +31,20 @@ async def test_starts_with_catalog_and_commands(tmp_path: Path, fakes: tuple[Fak
         assert len(await bot.services.topics.visible_to(0)) >= 40
         assert set(bot.cogs) == {"FollowCog", "MomentumCog", "HistoryCog", "AdminCog"}
     assert discord.violations == []
+
+
+async def test_what_lives_as_long_as_the_bot_is_out_of_the_collectors_sight(
+    tmp_path: Path, fakes: tuple[FakeDiscord, FakeArxiv]
+) -> None:
+    """Full collections rescanning discord.py, the catalog and the topic index held the loop for 100-270 ms."""
+    discord, arxiv = fakes
+    gc.unfreeze()
+    try:
+        async with running_paperbot(tmp_path, discord, arxiv) as bot:
+            assert bot.services is not None
+            assert gc.get_freeze_count() > 10_000
+    finally:
+        gc.unfreeze()
 
 
 async def test_every_command_and_option_is_described(

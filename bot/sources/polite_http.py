@@ -33,6 +33,7 @@ DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 # a byte a second would hold the one shared connection (and every poll and /paper lookup queued behind its lock)
 # forever. A 2,000-entry page takes arXiv well under a minute to produce and send.
 DEFAULT_DEADLINE = 180.0
+YIELD_EVERY_BYTES = 1 << 20  # let other work run after each MiB read
 REASON_CHARS = 200  # an exception's text can be long (a whole URL); a log line needs its start
 
 
@@ -168,12 +169,16 @@ class PoliteHttp:
             if declared and declared.isdigit() and int(declared) > self.max_bytes:
                 raise Retryable(f"response of {declared} bytes is over the {self.max_bytes} byte bound")
             chunks: list[bytes] = []
-            size = 0
+            size = yielded_at = 0
             async for chunk in response.aiter_bytes():
                 size += len(chunk)
                 if size > self.max_bytes:
                     raise Retryable(f"response is over the {self.max_bytes} byte bound")
                 chunks.append(chunk)
+                if size - yielded_at > YIELD_EVERY_BYTES:
+                    # A body already buffered is read without a pause; a large page would hold the loop.
+                    yielded_at = size
+                    await asyncio.sleep(0)
             return Fetched(str(response.url), response.status_code, dict(response.headers), b"".join(chunks))
 
     async def get(
