@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import UTC, datetime
 
 import aiosqlite
@@ -247,3 +247,14 @@ class PaperRepo:
             (to_ts(since),),
         )
         return [(r["week"], r["category"], r["n"]) for r in rows]
+
+    async def texts(self, *, after: int = 0, batch: int = 5000) -> AsyncIterator[list[tuple[int, str, str, str]]]:
+        """(position, arxiv id, title, abstract) of the papers first stored after `after`, by position (pk)."""
+        while True:
+            rows = await self.db.fetchall(
+                "SELECT pk, arxiv_id, title, abstract FROM papers WHERE pk > ? ORDER BY pk LIMIT ?", (after, batch)
+            )
+            if not rows:
+                return
+            after = rows[-1][0]
+            yield [(r[0], r[1], r[2], r[3]) for r in rows]

@@ -71,6 +71,12 @@ class PaperRepository(Protocol):
         """(week start as YYYY-MM-DD, Monday-based, UTC; category; papers) for papers submitted since `since`,
         by week, then category."""
 
+    def texts(self, *, after: int = 0, batch: int = 5000) -> AsyncIterator[list[tuple[int, str, str, str]]]:
+        """(position, arxiv id, title, abstract) of the papers first stored after position `after` (0: all), in
+        the order they were first stored, in batches of at most `batch`: what the learned scorer reads of each
+        paper, once. Positions are positive and only grow."""
+        ...
+
 
 class SearchRepository(Protocol):
     async def ranked(
@@ -192,6 +198,9 @@ class TopicRepository(Protocol):
     async def add_matches(self, pairs: Sequence[tuple[int, str]], at: datetime) -> int:
         """Record (topic id, arxiv id) matches and return how many were new. Idempotent: a recorded match
         stays as it was; a pair naming a deleted topic or an unstored paper is dropped."""
+
+    async def matched_ids(self, topic_id: int) -> list[str]:
+        """The arXiv ids of the topic's matched papers, in no particular order (what its scorer learns from)."""
 
     async def count_matches(self, topic_id: int, start: datetime, end: datetime) -> int:
         """The topic's matched papers submitted (v1) in [start, end)."""

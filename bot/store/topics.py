@@ -166,6 +166,13 @@ class TopicRepo:
             )
             return conn.total_changes - before
 
+    async def matched_ids(self, topic_id: int) -> list[str]:
+        rows = await self.db.fetchall(
+            "SELECT p.arxiv_id FROM topic_matches m JOIN papers p ON p.pk = m.paper_pk WHERE m.topic_id = ?",
+            (topic_id,),
+        )
+        return [r[0] for r in rows]
+
     async def count_matches(self, topic_id: int, start: datetime, end: datetime) -> int:
         row = await self.db.fetchone(
             "SELECT COUNT(*) FROM topic_matches WHERE topic_id = ? AND published >= ? AND published < ?",
