@@ -26,6 +26,8 @@ from bot.sources.polite_http import PoliteHttp, build_http_client
 from bot.store import Store, open_store
 from bot.topics.catalog import CatalogTopic, load_catalog
 from bot.topics.index import TopicIndex
+from bot.topics.relevance import DEFAULT_LABELS, load_labels
+from bot.topics.scorer_training import LearnedScorer, scorer_folder
 
 
 @dataclass
@@ -65,6 +67,16 @@ class AppContext:
             intake=self.intake,
             categories=categories or self.settings.arxiv_categories,
             progress=progress,
+        )
+
+    def learned_scorer(self) -> LearnedScorer:
+        """The topics' learned scorer, kept beside the database (not loaded: call its start())."""
+        catalog = load_catalog()
+        return LearnedScorer(
+            self._store,
+            scorer_folder(self.settings.database_path),
+            catalog=catalog,
+            labels=load_labels(DEFAULT_LABELS, catalog),
         )
 
     def delivery_worker(self, poster: Poster, **options: Any) -> DeliveryWorker:

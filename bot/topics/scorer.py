@@ -36,7 +36,7 @@ from typing import Literal
 import numpy as np
 import scipy.sparse as sp
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, HashingVectorizer
-from sklearn.linear_model import LogisticRegression
+from sklearn.linear_model import LogisticRegression, SGDClassifier
 from sklearn.model_selection import StratifiedKFold
 
 N_FEATURES = 2**18
@@ -48,9 +48,12 @@ FOLDS = 5
 NEGATIVES_PER_POSITIVE = 10
 MIN_NEGATIVES = 2_000
 MAX_NEGATIVES = 20_000
-MAX_POSITIVES = 10_000  # a broad topic's matches are sampled down to this many
+MAX_POSITIVES = 5_000  # a broad topic's matches are sampled down to this many
 LABEL_WEIGHT = 3.0  # a hand-labelled example counts as much as this many query matches
 C = 4.0  # inverse regularisation strength of the logistic regression
+SOLVER = "sgd"
+ALPHA = 1e-4  # time per iteration grows with the non-zeros only; liblinear stalled on noisy topics
+MAX_ITER = 100
 
 Status = Literal["scored", "query-only"]
 
@@ -266,7 +269,10 @@ def _fit(features: sp.csr_matrix, labels: np.ndarray, weights: np.ndarray) -> _L
     negative_weight = weights[~labels].sum()
     balance = np.where(labels, negative_weight / max(positive_weight, 1e-9), 1.0)
     used = np.unique(features.indices)
-    model = LogisticRegression(C=C, solver="liblinear", max_iter=200)
+    if SOLVER == "sgd":
+        model = SGDClassifier(loss="log_loss", alpha=ALPHA, max_iter=MAX_ITER, tol=1e-4, random_state=0)
+    else:
+        model = LogisticRegression(C=C, solver=SOLVER, max_iter=MAX_ITER)
     model.fit(features[:, used], labels, sample_weight=weights * balance)
     coef = np.zeros(N_FEATURES, dtype=np.float32)
     coef[used] = model.coef_.ravel()

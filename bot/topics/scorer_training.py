@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -195,15 +195,21 @@ class LearnedScorer:
 
     # ---- training -------------------------------------------------------------------------------------------
 
-    async def train(self) -> dict[int, TopicScorer]:
-        """Bring the feature rows up to date, train every topic's scorer in a worker thread, save the model
-        and use it from now on. Returns each topic's scorer."""
+    async def train(self, topic_ids: Collection[int] | None = None) -> dict[int, TopicScorer]:
+        """Bring the feature rows up to date, train every topic's scorer (or only those of `topic_ids`, e.g. a
+        topic whose query changed, keeping the others) in a worker thread, save the model and use it from now
+        on. Returns the scorers trained, by topic id."""
         async with self._lock:
             await self._sync_features()
             assert self.features is not None
-            inputs = await self._inputs()
+            inputs = await self._inputs(topic_ids)
             trained, sampled = await asyncio.to_thread(train_all, self.features, inputs)
             scorers = ScorerSet(self.features.featurizer, trained, sampled)
+            if topic_ids is not None and self.scorers is not None:
+                kept = {k: v for k, v in self.scorers.topics.items() if k not in trained}
+                scorers = ScorerSet(
+                    self.features.featurizer, {**kept, **trained}, self.scorers.trained_on | sampled
+                )
             if self.model_path is not None:
                 await asyncio.to_thread(scorer_store.save, scorers, self.model_path)
             self.scorers = scorers
@@ -245,12 +251,18 @@ class LearnedScorer:
                 break
         return await asyncio.to_thread(Featurizer.fit, texts[:IDF_SAMPLE])
 
-    async def _inputs(self) -> list[TopicInput]:
-        rows = await self.store.topics.all()
-        matched = {row.id: set(await self.store.topics.matched_ids(row.id)) for row in rows}
+    async def _inputs(self, topic_ids: Collection[int] | None = None) -> list[TopicInput]:
+        every = await self.store.topics.all()
+        rows = every if topic_ids is None else [row for row in every if row.id in topic_ids]
+        wanted = {row.id for row in rows}
         by_slug = {t.slug: t for t in self.catalog}
         tree = catalog_hierarchy(self.catalog) if self.catalog else None
-        catalog_ids = {row.slug: row.id for row in rows if row.guild_id == CATALOG_GUILD}
+        catalog_ids = {row.slug: row.id for row in every if row.guild_id == CATALOG_GUILD}
+        if tree is not None:  # the descendants' matches are read too (the tree rule)
+            for row in rows:
+                if row.is_catalog and row.slug in by_slug:
+                    wanted.update(catalog_ids.get(slug, -1) for slug in tree.descendants(row.slug))
+        matched = {key: set(await self.store.topics.matched_ids(key)) for key in wanted}
         inputs = []
         for row in rows:
             own = set(matched[row.id])

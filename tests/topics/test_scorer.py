@@ -17,6 +17,7 @@ from bot.store import Store
 from bot.topics import scorer_store
 from bot.topics.catalog import CatalogTopic, load_catalog
 from bot.topics.index import TopicIndex
+from bot.topics.query import parse_query
 from bot.topics.scorer import (
     MIN_POSITIVES,
     Example,
@@ -239,7 +240,9 @@ def test_a_sampled_negative_is_judged_by_a_model_that_never_saw_it() -> None:
     )
     scorer = train_topic('"quantum error correction"', data)
     assert scorer.scored
-    assert scorer.decision(rows[39])[0] < scorer.decision(rows[0])[0]  # the final model learned it as negative
+    assert (
+        scorer.decision(rows[39])[0] < scorer.decision(rows[0])[0]
+    )  # the final model learned it as negative
     assert scorer.held_out_suggestions == {"missed"}
 
 
@@ -323,3 +326,23 @@ async def test_training_runs_off_the_event_loop(
 
 def test_scorer_folder_sits_beside_the_database(tmp_path: Path) -> None:
     assert scorer_folder(tmp_path / "paperwatch.sqlite3") == tmp_path / "paperwatch.sqlite3.scorer"
+
+
+async def test_one_topic_is_retrained_alone_and_the_others_are_kept(
+    store: Store, clock: FakeClock, tmp_path: Path
+) -> None:
+    learned, ids = await trained_world(store, clock, tmp_path)
+    qec, speech = ids["quantum-error-correction"], ids["speech-recognition"]
+    speech_query = '"speech recognition" AND diarization AND nonexistentword'
+    assert learned.status(speech, speech_query).status == "query-only"
+    await store.topics.change(speech, query="speech OR audio", at=clock.now())
+    assert "query changed" in learned.status(speech, "speech OR audio").why
+    await TopicIndex(store, clock).match_history(speech, parse_query("speech OR audio"))
+    trained = await learned.train([speech])
+    assert set(trained) == {speech}
+    assert learned.status(speech, "speech OR audio").scored  # the new query's matches taught it
+    assert learned.status(qec, '"quantum error correction"').scored  # kept as it was
+    reloaded = LearnedScorer(store, learned.folder)
+    await reloaded.start()
+    assert reloaded.status(speech, "speech OR audio").scored
+    assert reloaded.status(qec, '"quantum error correction"').scored
