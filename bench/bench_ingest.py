@@ -46,7 +46,7 @@ def bare_executemany(path: Path, papers: list[Paper]) -> float:
     conn.execute(
         "CREATE TABLE papers (arxiv_id TEXT, version INT, title TEXT, abstract TEXT, authors TEXT,"
         " authors_json TEXT, primary_category TEXT, categories TEXT, published INT, updated INT, comment TEXT,"
-        " journal_ref TEXT, doi TEXT, authors_omitted INT)"
+        " journal_ref TEXT, doi TEXT, authors_omitted INT, provisional INT)"
     )
     began = time.perf_counter()
     for i in range(0, len(rows), BATCH):

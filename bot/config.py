@@ -29,7 +29,6 @@ _CATEGORY = re.compile(r"^[a-z\-]+(\.[A-Za-z\-]+)?$")
 # Bounds on numbers an operator or a user gives, one definition each (settings, CLI and commands share them).
 MAX_HISTORY_DAYS = 3650  # how far back backfill reaches (BACKFILL_DAYS, `backfill --days`)
 MAX_STATS_WEEKS = MAX_HISTORY_DAYS // 7 + 1  # `stats --weeks`: the whole history a backfill can bring
-MAX_MOMENTUM_WEEKS = 52  # a momentum window (`momentum --weeks`), as bot/momentum.py checks it
 MAX_MATCH_LIMIT = 1000  # papers `match --limit` lists
 
 ENV_FILE_VARIABLE = "PAPERWATCH_ENV_FILE"
@@ -70,6 +69,7 @@ class Settings(BaseSettings):
     arxiv_api_url: str = "https://export.arxiv.org/api/query"
     arxiv_rss_url: str = "https://rss.arxiv.org/rss"
     arxiv_min_interval_seconds: float = Field(3.0, ge=0.0)
+    arxiv_request_deadline_seconds: float = Field(180.0, ge=5.0, le=3600.0)
     arxiv_page_size: int = Field(1000, ge=1, le=2000)
     arxiv_contact: str = ""  # required to poll arXiv itself: see require_contact
     deliver_interval_seconds: int = Field(60, ge=5, le=3600)

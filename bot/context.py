@@ -14,15 +14,19 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from bot.announcements import AnnouncementCycle
 from bot.backfill import Backfill, Progress
 from bot.clock import Clock, SystemClock
-from bot.config import Settings
+from bot.config import Settings, contact_problem, is_loopback_url
 from bot.delivery import DeliveryWorker, Poster
 from bot.ingest import Ingestor
 from bot.intake import Intake
 from bot.services import Services
+from bot.sources.api_source import ArxivApiSource
 from bot.sources.arxiv_api import ArxivClient
+from bot.sources.feeds import FeedReader
 from bot.sources.polite_http import PoliteHttp, build_http_client
+from bot.sources.rss_source import ArxivRssSource
 from bot.store import Store, open_store
 from bot.topics.catalog import CatalogTopic, load_catalog
 from bot.topics.index import TopicIndex
@@ -38,6 +42,7 @@ class AppContext:
     intake: Intake  # the one write path for papers (tests store papers through it too)
     _store: Store = field(repr=False)
     _arxiv: ArxivClient = field(repr=False)
+    _feeds: FeedReader | None = field(default=None, repr=False)  # None: ARXIV_RSS_URL is off
 
     @property
     def arxiv_requests_sent(self) -> int:
@@ -45,14 +50,23 @@ class AppContext:
         return self._arxiv.http.requests_sent
 
     def ingestor(self) -> Ingestor:
-        return Ingestor(
-            self._store,
+        """A cycle of the API: the newest papers of the watched categories."""
+        source = ArxivApiSource(
             self._arxiv,
-            self.clock,
-            intake=self.intake,
-            categories=self.settings.arxiv_categories,
+            self.settings.arxiv_categories,
             page_size=self.settings.arxiv_page_size,
             overlap=timedelta(hours=self.settings.poll_overlap_hours),
+        )
+        return Ingestor(self._store, source, self.clock, intake=self.intake)
+
+    def announcements(self) -> AnnouncementCycle | None:
+        """A cycle of arXiv's RSS announcement feed, run after each API poll; None when ARXIV_RSS_URL is off."""
+        if self._feeds is None:
+            return None
+        source = ArxivRssSource(self._feeds, self.settings.arxiv_rss_url, self.settings.arxiv_categories)
+        ingestor = Ingestor(self._store, source, self.clock, intake=self.intake)
+        return AnnouncementCycle(
+            self._store, ingestor, self._arxiv, self.intake, self.clock, refusal=feed_refusal(self.settings)
         )
 
     def backfill(
@@ -84,6 +98,22 @@ class AppContext:
         return DeliveryWorker(self._store, poster, self.clock, **options)
 
 
+def rss_enabled(settings: Settings) -> bool:
+    """ARXIV_RSS_URL=off turns the announcement feed off (polling then relies on the API alone)."""
+    return settings.arxiv_rss_url.strip().lower() not in ("", "off")
+
+
+def feed_refusal(settings: Settings) -> str | None:
+    """Why the feed may not be read: arXiv's RSS, like its API, asks for a contact in the User-Agent (the poll
+    checks it for the API's address; a loopback API beside the real feed needs it checked here)."""
+    if is_loopback_url(settings.arxiv_rss_url):
+        return None
+    problem = contact_problem(settings.arxiv_contact)
+    return (
+        f"{problem}: set ARXIV_CONTACT to read ARXIV_RSS_URL, or set ARXIV_RSS_URL=off" if problem else None
+    )
+
+
 @asynccontextmanager
 async def open_context(
     settings: Settings, clock: Clock | None = None, *, extra_topics: Sequence[CatalogTopic] = ()
@@ -92,7 +122,12 @@ async def open_context(
     clock = clock or SystemClock()
     store = await open_store(settings.database_path, clock)
     http = build_http_client(settings.user_agent)
-    polite = PoliteHttp(http, clock, min_interval=settings.arxiv_min_interval_seconds)
+    polite = PoliteHttp(
+        http,
+        clock,
+        min_interval=settings.arxiv_min_interval_seconds,
+        deadline=settings.arxiv_request_deadline_seconds,
+    )
     try:
         index = TopicIndex(store, clock)
         await index.start([*load_catalog(), *extra_topics])
@@ -101,7 +136,8 @@ async def open_context(
         services = Services.build(
             store=store, index=index, arxiv=arxiv, intake=intake, clock=clock, settings=settings
         )
-        yield AppContext(settings, clock, services, intake, store, arxiv)
+        feeds = FeedReader(polite) if rss_enabled(settings) else None
+        yield AppContext(settings, clock, services, intake, store, arxiv, feeds)
     finally:
         await http.aclose()
         await store.close()

@@ -13,7 +13,7 @@ import asyncio
 import hashlib
 import logging
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import partial
@@ -73,23 +73,33 @@ class DeliveryReport:
 
 
 async def enqueue_for_new_papers(
-    store: Store, clock: Clock, result: UpsertResult, matches: dict[str, set[int]]
+    store: Store,
+    clock: Clock,
+    result: UpsertResult,
+    matches: Mapping[str, set[int]],
+    in_server: Mapping[str, set[tuple[int, int]]] | None = None,
 ) -> int:
     """Write outbox rows for papers new to the store that match followed topics (inside the ingest
-    transaction). New versions of known papers are never posted again."""
+    transaction). New versions of known papers are never posted again. `in_server` holds (topic, server) pairs
+    a paper counts for in that server only (a server's own topic under a catalog topic)."""
     new = set(result.new)
-    by_topic: dict[int, list[str]] = {}
+    by_topic: dict[tuple[int, int | None], list[str]] = {}  # (topic, server or None for every server)
     for arxiv_id, topic_ids in matches.items():
         if arxiv_id in new:
             for topic_id in topic_ids:
-                by_topic.setdefault(topic_id, []).append(arxiv_id)
-    follows = await store.follows.for_topics(sorted(by_topic))
-    wanted = [
-        Wanted(f.guild_id, f.channel_id, arxiv_id, f.mode, f.topic_id)
+                by_topic.setdefault((topic_id, None), []).append(arxiv_id)
+    for arxiv_id, pairs in (in_server or {}).items():
+        if arxiv_id in new:
+            for pair in pairs:
+                by_topic.setdefault(pair, []).append(arxiv_id)
+    follows = await store.follows.for_topics(sorted({topic_id for topic_id, _ in by_topic}))
+    wanted = {
+        Wanted(f.guild_id, f.channel_id, arxiv_id, f.mode, f.topic_id): None
         for f in follows
-        for arxiv_id in by_topic[f.topic_id]
-    ]
-    await store.deliveries.enqueue(wanted, clock.now())
+        for key in ((f.topic_id, None), (f.topic_id, f.guild_id))
+        for arxiv_id in by_topic.get(key, ())
+    }
+    await store.deliveries.enqueue(list(wanted), clock.now())
     return len(wanted)
 
 

@@ -1,16 +1,14 @@
-"""One poll cycle: fetch the newest papers of the watched categories and hand each page to the intake.
+"""One cycle of a source: read its batches and hand each to the intake.
 
-Pages are walked newest-first by submission date, from now back to the previous complete cycle's watermark
-minus an overlap window (arXiv announces papers hours to days after their submission time, so a late
-announcement carries an old date). Each page goes through the intake (bot/intake.py: store, match topics,
-queue posts) in its own transaction, with the page's skipped entries. A source's first cycle is history: its
-papers are stored and matched, never posted. The watermark advances only when a cycle completes: after an
-error or a crash, the next cycle walks the same range again, and the upsert makes the repeat harmless.
+Sources (bot/sources/base.py) yield Paper values and what they know about their announcement; this module knows
+nothing of HTTP or XML. Each batch goes through the intake (bot/intake.py: store, match topics, queue posts) in
+its own transaction, with its skipped entries and announcements. The source's state (the API's watermark, a
+feed's HTTP validators) advances only when a cycle completes: after an error or a crash, the next cycle reads
+the same again, and the upsert makes the repeat harmless.
 
-Nothing a page holds can stop polling: an entry that is malformed, absurd (a year-9999 date, a 20-digit
-version) or outside the window asked for is skipped, recorded once per source and logged once, and the rest of
-the page is stored; the watermark never passes the time of the poll. Any failure of a cycle is recorded for
-/status and logged, and the next cycle tries again.
+Nothing a batch holds can stop polling: an unusable entry is skipped, recorded once per source and logged once,
+and the rest of the batch is stored. Any failure of a cycle is recorded for /status and logged, and the next
+cycle tries again.
 """
 
 from __future__ import annotations
@@ -18,25 +16,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from bot.clock import Clock
 from bot.errors import SourceError
 from bot.intake import ExtraWrites, Intake, IntakeReport
-from bot.models import Paper, SkippedEntry
-from bot.sources.arxiv_api import (
-    ArxivClient,
-    category_query,
-    outside_window,
-    submitted_bounds,
-    submitted_range,
-)
+from bot.models import Announcement, Paper, SkippedEntry
+from bot.sources.api_source import source_key
+from bot.sources.base import Batch, Source, Validators
 from bot.store import Store
 
 log = logging.getLogger(__name__)
-
-MAX_API_RESULTS = 30_000  # arXiv serves at most this many results of one query
-LOOKAHEAD = timedelta(days=1)  # the range asked for ends a day after now: clocks and time zones differ
 
 
 @dataclass
@@ -47,6 +37,7 @@ class CycleReport:
     new: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
     skipped: int = 0
+    announced: int = 0  # announcements served (a feed's)
     watermark: datetime | None = None
     complete: bool = False
     error: str | None = None
@@ -63,8 +54,7 @@ class CycleReport:
         )
 
 
-def source_key(categories: Sequence[str]) -> str:
-    return "arxiv-api:" + ",".join(sorted(categories))
+__all__ = ["CycleReport", "Ingestor", "source_key", "store_page"]
 
 
 async def store_page(
@@ -74,16 +64,18 @@ async def store_page(
     skipped: Sequence[SkippedEntry],
     *,
     announce: bool,
+    announcements: Sequence[Announcement] = (),
     also: ExtraWrites | None = None,
 ) -> IntakeReport:
-    """One page through the intake, its skipped entries recorded in the same transaction (and `also`, the
-    caller's own writes). Each skipped entry is logged the first time this source serves it, so a bad entry
-    seen at every poll logs once."""
+    """One page through the intake, its skipped entries and announcements recorded in the same transaction (and
+    `also`, the caller's own writes). Each skipped entry is logged the first time this source serves it, so a
+    bad entry seen at every poll logs once."""
     store = intake.store
     first_seen: list[SkippedEntry] = []
 
     async def record_skipped() -> None:
         first_seen.extend(await store.sources.record_skipped(source, skipped, intake.clock.now()))
+        await store.announcements.record(announcements, intake.clock.now())
         if also is not None:
             await also()
 
@@ -94,32 +86,21 @@ async def store_page(
 
 
 class Ingestor:
-    def __init__(
-        self,
-        store: Store,
-        client: ArxivClient,
-        clock: Clock,
-        *,
-        intake: Intake,
-        categories: Sequence[str],
-        page_size: int = 1000,
-        overlap: timedelta = timedelta(hours=120),
-    ) -> None:
+    """Runs cycles of one source."""
+
+    def __init__(self, store: Store, source: Source, clock: Clock, *, intake: Intake) -> None:
         self.store = store
-        self.client = client
+        self.reader = source
         self.clock = clock
         self.intake = intake
-        self.categories = tuple(categories)
-        self.page_size = page_size
-        self.overlap = overlap
-        self.source = source_key(self.categories)
+        self.source = source.key
 
     async def poll_once(self) -> CycleReport:
         """Run one cycle. Failures are recorded (for /status), logged and reported, never raised: the next
         cycle retries. Only cancellation propagates."""
         report = CycleReport(self.source)
         try:
-            newest = await self._walk(report, self.clock.now())
+            watermark, validators = await self._walk(report, self.clock.now())
         except SourceError as exc:
             log.warning("poll of %s failed after %d pages: %s", self.source, report.pages, exc)
             return await self._failed(report, str(exc))
@@ -131,9 +112,14 @@ class Ingestor:
                 report, f"internal error ({type(exc).__name__}); the log has the details"
             )
         report.complete = True
-        report.watermark = newest
+        report.watermark = watermark
         await self.store.sources.record_success(
-            self.source, self.clock.now(), watermark=newest, papers=len(report.new)
+            self.source,
+            self.clock.now(),
+            watermark=watermark,
+            papers=len(report.new),
+            etag=validators.etag if validators else None,
+            last_modified=validators.last_modified if validators else None,
         )
         return report
 
@@ -146,49 +132,38 @@ class Ingestor:
         await self.store.sources.record_failure(self.source, self.clock.now(), error, papers=len(report.new))
         return report
 
-    async def _walk(self, report: CycleReport, started: datetime) -> datetime:
-        """Walk the pages of this cycle's range; return the newest submission time seen (never after now)."""
+    async def _walk(
+        self, report: CycleReport, started: datetime
+    ) -> tuple[datetime | None, Validators | None]:
+        """Store the batches of this cycle; return the watermark and validators its last batch gave."""
         state = await self.store.sources.get(self.source)
-        # Never later than now: a watermark in the future (stored before it was capped) would make every
-        # later range end before it starts.
-        mark = min(state.watermark, started) if state.watermark is not None else None
-        floor = (mark or started) - self.overlap
-        end = started + LOOKAHEAD
-        query = f"{category_query(self.categories)} AND {submitted_range(floor, end)}"
-        bounds = submitted_bounds(floor, end)
-        newest = mark
-        # A source's first cycle (no watermark yet) brings days of papers announced before anyone here could
-        # follow them: history, stored and matched but never posted.
-        announce = state.watermark is not None
-        start = 0
-        while True:
-            page = await self.client.search(query, start=start, max_results=self.page_size)
-            if not page.entries:
-                break  # the client never returns an empty page while results remain
-            outside = outside_window(page.papers, bounds)
-            papers = [p for p in page.papers if bounds[0] <= p.published < bounds[1]]
-            skipped = [*page.skipped, *outside]
-            result = await store_page(self.intake, self.source, papers, skipped, announce=announce)
-            report.pages += 1
+        watermark: datetime | None = None
+        validators: Validators | None = None
+        async for batch in self.reader.read(state, started):
+            papers = [*batch.papers, *await self._known(batch)]
+            result = await store_page(
+                self.intake,
+                self.source,
+                papers,
+                batch.skipped,
+                announce=batch.announce,
+                announcements=batch.announcements,
+            )
+            report.pages += batch.served
             report.fetched += len(papers)
-            report.skipped += len(skipped)
+            report.skipped += len(batch.skipped)
+            report.announced += len(batch.announcements)
             report.new += result.new
             report.updated += result.updated
-            if papers:
-                page_newest = min(max(p.published for p in papers), started)
-                newest = page_newest if newest is None else max(newest, page_newest)
-            start += page.entries  # skipped entries hold places in arXiv's numbering too
-            if start >= min(page.total_results, MAX_API_RESULTS):
-                if page.total_results > MAX_API_RESULTS:
-                    log.warning(
-                        "%s: more than %d results; run `python -m bot backfill`",
-                        self.source,
-                        MAX_API_RESULTS,
-                    )
-                break
-            all_known = not result.new and not result.updated
-            if all_known and any(p.published < floor for p in page.papers):
-                break  # a server that ignored the date range: we have walked past the overlap
-        # A cycle that saw no paper still moves a first watermark to where it looked from, so the next cycle
-        # is a regular one.
-        return newest or floor
+            watermark = batch.watermark or watermark
+            validators = batch.validators or validators
+            if batch.past_range and not result.new and not result.updated:
+                break  # a server that ignored the range asked for: we have walked past it
+        return watermark, validators
+
+    async def _known(self, batch: Batch) -> list[Paper]:
+        """The batch's updates of papers the store holds."""
+        if not batch.updates:
+            return []
+        known = await self.store.papers.stored_ids([p.arxiv_id for p in batch.updates])
+        return [p for p in batch.updates if p.arxiv_id in known]

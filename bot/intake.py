@@ -26,8 +26,8 @@ ExtraWrites = Callable[[], Awaitable[object]]  # what it returns is ignored
 
 @dataclass(frozen=True, slots=True)
 class IntakeReport:
-    """What one intake did: the upsert's outcome, the topics each new or updated paper matches, and how many
-    posts were queued (0 unless announced)."""
+    """What one intake did: the upsert's outcome, the topics each new or updated paper matches (with their
+    ancestors: see bot/topics/index.py), and how many posts were queued (0 unless announced)."""
 
     stored: UpsertResult = field(default_factory=UpsertResult)
     matches: Mapping[str, set[int]] = field(default_factory=dict)
@@ -58,11 +58,15 @@ class Intake:
         async with self.store.transaction():
             if papers:
                 stored = await self.store.papers.upsert(papers, seen_at=self.clock.now())
-                matches = await self.index.record_matches(stored, papers)
+                matched = await self.index.record_matches(stored, papers)
                 queued = (
-                    await enqueue_for_new_papers(self.store, self.clock, stored, matches) if announce else 0
+                    await enqueue_for_new_papers(
+                        self.store, self.clock, stored, matched.topics, matched.in_server
+                    )
+                    if announce
+                    else 0
                 )
-                report = IntakeReport(stored, matches, queued)
+                report = IntakeReport(stored, matched.topics, queued)
             if also is not None:
                 await also()
         return report

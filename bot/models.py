@@ -6,7 +6,7 @@ import re
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from typing import Literal
 
 # New-style ids (2202.12139) and old-style ids (astro-ph/9904306, math.GT/0309136), each with an optional version.
@@ -58,6 +58,13 @@ class Paper:
     doi: str | None = None
     # Authors listed beyond those kept (sources keep the first 500: see bot/sources/limits.py).
     authors_omitted: int = 0
+    # A copy from an announcement feed (arXiv RSS): `published` is the announcement time, as the v1 submission
+    # time is not known yet, and authors carry no affiliations. A full copy (the API's) of the same version
+    # replaces it in the store, correcting the date; it never replaces a full copy of the same version.
+    provisional: bool = False
+    # How arXiv announced this version, when the store knows (bot.store fills it in for cards): context for
+    # showing the paper, not part of it, so it takes no part in comparing papers.
+    announced: Announcement | None = field(default=None, compare=False)
 
     @property
     def versioned_id(self) -> str:
@@ -78,6 +85,36 @@ class Paper:
     @property
     def doi_url(self) -> str | None:
         return f"https://doi.org/{self.doi}" if self.doi else None
+
+
+AnnounceKind = Literal["new", "cross", "replace", "replace-cross"]
+"""How arXiv announced a paper in a category: first posted there (new), listed there from another primary
+category (cross), or a new version of either (replace, replace-cross)."""
+
+ANNOUNCE_KINDS: tuple[AnnounceKind, ...] = ("new", "cross", "replace", "replace-cross")
+
+
+@dataclass(frozen=True, slots=True)
+class Announcement:
+    """arXiv announced version `version` of a paper in `category` on `day` (the UTC date of the feed's item)."""
+
+    arxiv_id: str
+    version: int
+    category: str
+    kind: AnnounceKind
+    day: date
+
+    @property
+    def is_new_paper(self) -> bool:
+        """new and cross announce a paper for the first time; replace and replace-cross a new version."""
+        return self.kind in ("new", "cross")
+
+    def label(self, primary: str) -> str:
+        """What a card says of it, for a paper whose primary category is `primary`: "New in cs.LG",
+        "Cross-listed from cs.CV", "Updated (v2)"."""
+        if self.kind == "new":
+            return f"New in {self.category}"
+        return f"Cross-listed from {primary}" if self.kind == "cross" else f"Updated (v{self.version})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +195,7 @@ class TopicRow:
     name: str
     description: str
     query: str
+    parent_id: int | None = None  # the topic it sits under: every paper of it belongs to its parent too
 
     @property
     def is_catalog(self) -> bool:

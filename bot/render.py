@@ -263,13 +263,17 @@ def _version_text(paper: Paper) -> str:
 
 
 def _meta_line(paper: Paper, *, markdown: bool) -> str:
-    """The line "2026-11-20 · cs.LG (+cs.AI, stat.ML) · v3": v1 date, primary category (bold in markdown)."""
+    """The line "2026-11-20 · cs.LG (+cs.AI, stat.ML) · v3": v1 date, primary category (bold in markdown), then
+    how arXiv announced this version when known ("New in cs.LG", `Announcement.label`) or else the version."""
     primary, others = _categories(paper)
     if markdown:
         category = f"**{_md(primary)}**{_md(_others_text(others))}"
     else:
         category = primary + _others_text(others)
-    parts = [_day(paper.published), category, _version_text(paper)]
+    seen = paper.announced
+    announced = _clean(seen.label(primary)) if seen is not None and seen.version == paper.version else ""
+    announced = _md(announced) if markdown else announced
+    parts = [_day(paper.published), category, announced or _version_text(paper)]
     return SEP.join(part for part in parts if part)
 
 

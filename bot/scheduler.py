@@ -1,5 +1,6 @@
-"""Background work on APScheduler's AsyncIOScheduler: poll arXiv every POLL_INTERVAL_MINUTES (with jitter),
-deliver after each poll and on a short interval, post digests at the top of every hour."""
+"""Background work on APScheduler's AsyncIOScheduler: poll arXiv every POLL_INTERVAL_MINUTES (with jitter): the
+API, then the RSS announcement feed; deliver after each poll and on a short interval, post digests at the top
+of every hour."""
 
 from __future__ import annotations
 
@@ -59,6 +60,10 @@ class Scheduler:
             report = await ingestor.poll_once()
             retry = "" if report.complete else f"; next poll in {self.ctx.settings.poll_interval_minutes} min"
             log.info("%s%s", report.summary(), retry)
+            # Whatever the API did: the feed is the backstop when the API fails or misses a paper.
+            announcements = self.ctx.announcements()
+            if announcements is not None:
+                log.info("%s", (await announcements.run_once()).summary())
         await self.deliver()
 
     async def deliver(self) -> None:

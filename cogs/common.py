@@ -37,9 +37,10 @@ async def resolve_topic(interaction: discord.Interaction, name: str) -> TopicRow
 async def topic_autocomplete(
     interaction: discord.Interaction, current: str
 ) -> list[app_commands.Choice[str]]:
-    """Catalog topics and this server's own (which hide a catalog topic of the same name), the ones containing
-    what was typed first by where it appears."""
+    """Catalog topics and this server's own (which hide a catalog topic of the same name) shown where they sit
+    in the tree ("RL Post-Training › On-Policy Distillation"), the ones containing what was typed first by
+    where it appears; choosing one gives its name."""
     if interaction.guild_id is None:
         return []
-    names = await services(interaction).topics.suggest(interaction.guild_id, current)
-    return [app_commands.Choice(name=name[:100], value=name[:100]) for name in names]
+    found = await services(interaction).topics.suggest(interaction.guild_id, current)
+    return [app_commands.Choice(name=label, value=name[:100]) for label, name in found]

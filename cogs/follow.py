@@ -13,9 +13,17 @@ from bot.app import PaperBot
 from bot.errors import PaperwatchError
 from bot.models import Follow, Mode, Paper, TopicRow
 from bot.momentum import Momentum
-from bot.render import DESCRIPTION_LIMIT, TITLE_LIMIT, clip, neutralise_mentions, paper_compact_line
+from bot.render import (
+    DESCRIPTION_LIMIT,
+    EMBED_TOTAL_LIMIT,
+    TITLE_LIMIT,
+    clip,
+    embed_size,
+    neutralise_mentions,
+    paper_compact_line,
+)
 from bot.services.follows import DEFAULT_DIGEST_HOUR, Followed, UnfollowPlan
-from bot.services.topics import MAX_NAME_LENGTH, MAX_QUERY_LENGTH
+from bot.services.topics import MAX_NAME_LENGTH, MAX_QUERY_LENGTH, NO_PARENT, TopicTree
 from cogs.common import guild_id_of, services, topic_autocomplete
 
 CONTENT_LIMIT = 2000
@@ -150,17 +158,17 @@ def require_may_manage(member: discord.Member, channels: Sequence[discord.abc.Gu
 
 
 def require_may_change_topic(
-    member: discord.Member, topic: TopicRow, following: Sequence[int], guild: discord.Guild
+    member: discord.Member, topic: str, following: Sequence[int], guild: discord.Guild
 ) -> None:
-    """A topic's query decides what every channel following it receives: changing it needs Manage Server,
-    or Manage Channels on each of those channels (`following`: their ids)."""
+    """A topic's query and place decide what every channel following it, or a topic above it, receives:
+    changing them needs Manage Server, or Manage Channels on each of those channels (`following`: their ids)."""
     if all(may_manage(member, guild.get_channel(c)) for c in following):
         return
     where = mentions_text(following)
     raise PaperwatchError(
-        f"**{safe_name(topic.name)}** is followed in {where}: its query decides what each of them receives, so "
-        "changing it needs the Manage Server permission, or Manage Channels on every one of those channels. "
-        "For a topic of your own, pick a new name."
+        f"**{safe_name(topic)}** decides what {where} receive (they follow it or a topic above it): changing its "
+        "query or its parent needs the Manage Server permission, or Manage Channels on every one of those "
+        "channels. For a topic of your own, pick a new name."
     )
 
 
@@ -222,29 +230,53 @@ def follow_message(
         lines.pop()  # a very long query leaves less room: show fewer papers rather than cut one
 
 
-def follow_line(follow: Follow) -> str:
+def follow_line(follow: Follow, tree: TopicTree | None = None) -> str:
+    """A follow, its topic shown where it sits in the tree ("RL Post-Training › GRPO")."""
     last = (
         f"last post {discord.utils.format_dt(follow.last_post_at, 'R')}"
         if follow.last_post_at
         else "no posts yet"
     )
     how = "each paper" if follow.mode == "each" else f"digest {follow.digest_hour:02d}:00 UTC"
-    line = f"**{safe_name(follow.topic_name)}** → <#{follow.channel_id}> · {how} · {last}"
+    name = (tree.label(follow.topic_id) if tree is not None else "") or follow.topic_name
+    line = f"**{safe_name(name)}** → <#{follow.channel_id}> · {how} · {last}"
     if follow.broken_reason:
         reason = discord.utils.escape_markdown(clip(follow.broken_reason, 200))
         line += f"\n⚠️ broken: {reason}. Fix the channel's permissions, then /follow again."
     return line
 
 
-def topics_embed(guild_name: str, follows: Sequence[Follow]) -> discord.Embed:
+def topics_embed(guild_name: str, follows: Sequence[Follow], tree: TopicTree | None = None) -> discord.Embed:
     embed = discord.Embed(
         title=clip(f"Followed in {guild_name}", TITLE_LIMIT),
-        description=fit_lines([follow_line(f) for f in follows], DESCRIPTION_LIMIT),
+        description=fit_lines([follow_line(f, tree) for f in follows], DESCRIPTION_LIMIT),
     )
     broken = sum(f.broken for f in follows)
     count = f"{len(follows)} follow" + ("" if len(follows) == 1 else "s")
     footer = count + (f" · {broken} broken (see /status)" if broken else "")
     return embed.set_footer(text=footer)
+
+
+INDENT = "\u2003"  # an em space: Discord keeps it at the start of a line, where it drops plain spaces
+TREE_FOOTER = (
+    "A paper of a topic belongs to every topic above it. Bold: followed here. Follow one with /follow "
+    "topic:<name>; put this server's own topic under one with /follow topic:<yours> parent:<name>."
+)
+
+
+def tree_line(depth: int, topic: TopicRow, followed: bool) -> str:
+    name = safe_name(topic.name)
+    marks = ("**" + name + "**" if followed else name) + ("" if topic.is_catalog else " · this server's")
+    return INDENT * depth + ("└ " if depth else "") + marks
+
+
+def tree_embed(tree: TopicTree, followed: set[int], budget: int = EMBED_TOTAL_LIMIT) -> discord.Embed:
+    """The topics this server can follow, as the tree they form, within `budget` characters of embed text."""
+    embed = discord.Embed(title="Topics").set_footer(text=TREE_FOOTER)
+    room = max(0, min(DESCRIPTION_LIMIT, budget - embed_size(embed)))
+    lines = [tree_line(depth, topic, topic.id in followed) for depth, topic in tree.rows]
+    embed.description = fit_lines(lines, room) or None
+    return embed
 
 
 NO_FOLLOWS = (
@@ -269,8 +301,9 @@ class FollowCog(commands.Cog):
         query='arXiv search syntax, e.g. ti:"sparse attention" AND cat:cs.LG; creates or changes the topic',
         mode="each: one post per paper as it arrives; digest: one post a day",
         digest_hour="Hour of the daily digest, 0-23 in UTC (default 8)",
+        parent=f"Put this server's topic under a topic (e.g. RL Post-Training) it belongs to; {NO_PARENT}: at the top",
     )
-    @app_commands.autocomplete(topic=topic_autocomplete)
+    @app_commands.autocomplete(topic=topic_autocomplete, parent=topic_autocomplete)
     async def follow(
         self,
         interaction: discord.Interaction,
@@ -279,6 +312,7 @@ class FollowCog(commands.Cog):
         query: app_commands.Range[str, 1, MAX_QUERY_LENGTH] | None = None,
         mode: Literal["each", "digest"] = "each",
         digest_hour: app_commands.Range[int, 0, 23] = DEFAULT_DIGEST_HOUR,
+        parent: app_commands.Range[str, 1, MAX_NAME_LENGTH] | None = None,
     ) -> None:
         use = services(interaction)
         target = target_channel(interaction, channel)
@@ -294,21 +328,22 @@ class FollowCog(commands.Cog):
             mode=mode,
             digest_hour=digest_hour,
             created_by=interaction.user.id,
+            parent=parent,
         )
-        changed = plan.changed_topic
-        if changed is not None:
-            require_may_change_topic(member, changed, plan.guarded, target.guild)
+        if plan.guarded:
+            require_may_change_topic(member, plan.topic_name, plan.guarded, target.guild)
         await interaction.response.defer(thinking=True)  # history matching and momentum take a while
 
         done = await use.follows.follow(plan)
+        guild_id = guild_id_of(interaction)
         text = follow_message(
             topic=done.topic,
             channel=target,
             follow=done.follow,
             is_new=done.is_new,
             topic_note=_topic_note(done),
-            momentum=await use.momentum.topic(done.topic),
-            latest=await use.history.latest(done.topic, PREVIEW_PAPERS),
+            momentum=await use.momentum.topic(done.topic, guild_id=guild_id),
+            latest=await use.history.latest(done.topic, PREVIEW_PAPERS, guild_id),
         )
         await interaction.followup.send(text)
 
@@ -366,25 +401,43 @@ class FollowCog(commands.Cog):
             "Create it again with /follow topic:<name> query:<arXiv query>."
         )
 
-    @app_commands.command(name="topics", description="What this server follows, where, and how it is going")
+    @app_commands.command(
+        name="topics", description="What this server follows, where, and the tree of topics"
+    )
     @app_commands.guild_only()
     async def topics(self, interaction: discord.Interaction) -> None:
-        follows = await services(interaction).follows.in_server(guild_id_of(interaction))
+        use = services(interaction)
+        guild_id = guild_id_of(interaction)
+        follows = await use.follows.in_server(guild_id)
+        tree = await use.topics.tree(guild_id)
+        followed = {f.topic_id for f in follows}
         if not follows:
-            await interaction.response.send_message(NO_FOLLOWS, ephemeral=True)
+            embed = tree_embed(tree, followed, EMBED_TOTAL_LIMIT)
+            await interaction.response.send_message(NO_FOLLOWS, embed=embed, ephemeral=True)
             return
         guild_name = interaction.guild.name if interaction.guild else "this server"
-        await interaction.response.send_message(embed=topics_embed(guild_name, follows), ephemeral=True)
+        first = topics_embed(guild_name, follows, tree)
+        second = tree_embed(tree, followed, EMBED_TOTAL_LIMIT - embed_size(first))
+        await interaction.response.send_message(embeds=[first, second], ephemeral=True)
 
 
 def _topic_note(done: Followed) -> str | None:
     papers = "1 stored paper matches" if done.matched == 1 else f"{done.matched:,} stored papers match"
+    name = safe_name(done.topic.name)
+    under = f" under **{safe_name(done.parent.name)}**" if done.parent is not None else ""
+    counts = (
+        f" Its papers count for **{safe_name(done.parent.name)}** too"
+        + (" in this server only." if done.parent.is_catalog else ".")
+        if done.parent is not None
+        else ""
+    )
     if done.created_topic:
-        return f"Created this server's topic **{safe_name(done.topic.name)}**: {papers}."
+        return f"Created this server's topic **{name}**{under}: {papers}.{counts}"
     if done.changed_query:
-        return (
-            f"Changed the query of **{safe_name(done.topic.name)}**; its history was matched again: {papers}."
-        )
+        moved = f" and put it{under or ' at the top'}" if done.moved else ""
+        return f"Changed the query of **{name}**{moved}; its history was matched again: {papers}.{counts}"
+    if done.moved:
+        return f"Put **{name}**{under or ' at the top of the tree'}: {papers}.{counts}"
     return None
 
 

@@ -198,7 +198,7 @@ class HistoryCog(commands.Cog):
         check_latest_count(count)  # before deferring, so the answer is private
         row = await resolve_topic(interaction, topic)
         await interaction.response.defer(thinking=True)
-        papers = await services(interaction).history.latest(row, count)
+        papers = await services(interaction).history.latest(row, count, guild_id_of(interaction))
         await send_pages(interaction, latest_pages(row, papers, count))
 
     @app_commands.command(name="search", description="Search the stored papers with an arXiv-style query")
@@ -221,7 +221,9 @@ class HistoryCog(commands.Cog):
         since_at = parse_since(since)
         row = await resolve_topic(interaction, topic) if topic is not None else None
         await interaction.response.defer(thinking=True)
-        result = await services(interaction).history.search(parsed, topic=row, since=since_at)
+        result = await services(interaction).history.search(
+            parsed, topic=row, since=since_at, guild_id=guild_id_of(interaction)
+        )
         await send_pages(interaction, search_pages(query, result, row, since_at))
 
     @app_commands.command(name="paper", description="Show one paper's card, by arXiv id or link")

@@ -113,12 +113,14 @@ class MomentumCog(commands.Cog):
             # Resolved before deferring, so a wrong name gets a private answer.
             row = await resolve_topic(interaction, topic)
             await interaction.response.defer(thinking=True)
-            await self._one_topic(interaction, row, weeks)
+            await self._one_topic(interaction, row, weeks, guild_id)
         else:
             await self._ranking(interaction, guild_id, weeks)
 
-    async def _one_topic(self, interaction: discord.Interaction, topic: TopicRow, weeks: int) -> None:
-        m = await services(interaction).momentum.topic(topic, weeks)
+    async def _one_topic(
+        self, interaction: discord.Interaction, topic: TopicRow, weeks: int, guild_id: int
+    ) -> None:
+        m = await services(interaction).momentum.topic(topic, weeks, guild_id)
         await interaction.followup.send(embed=topic_embed(m), file=await chart_file(m))
 
     async def _ranking(self, interaction: discord.Interaction, guild_id: int, weeks: int) -> None:
@@ -128,7 +130,8 @@ class MomentumCog(commands.Cog):
             await interaction.response.send_message(NOTHING_FOLLOWED, ephemeral=True)
             return
         await interaction.response.defer(thinking=True)
-        await send_pages(interaction, ranking_pages(await use.momentum.ranking(followed, weeks), weeks))
+        ranked = await use.momentum.ranking(followed, weeks, guild_id)
+        await send_pages(interaction, ranking_pages(ranked, weeks))
 
 
 async def setup(bot: PaperBot) -> None:

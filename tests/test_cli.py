@@ -85,6 +85,7 @@ async def test_poll_once_stores_every_fixture_paper_with_every_field(tmp_path: P
             "--once",
             env={
                 "ARXIV_API_URL": arxiv.url,
+                "ARXIV_RSS_URL": arxiv.rss_url,
                 "DATABASE_PATH": str(db),
                 "ARXIV_MIN_INTERVAL_SECONDS": "0",
                 "ARXIV_CATEGORIES": "cs.LG cs.SE",
@@ -202,6 +203,7 @@ async def test_watch_prints_new_matching_papers_as_cards(tmp_path: Path) -> None
             "--once",
             env={
                 "ARXIV_API_URL": arxiv.url,
+                "ARXIV_RSS_URL": arxiv.rss_url,
                 "DATABASE_PATH": str(tmp_path / "db.sqlite3"),
                 "ARXIV_MIN_INTERVAL_SECONDS": "0",
                 "ARXIV_CATEGORIES": "cs.LG cs.AI",
@@ -513,3 +515,129 @@ async def test_the_console_script_calls_itself_paperwatch(tmp_path: Path) -> Non
         assert "python -m bot" not in out.decode()
     _, out, _ = await run_cli("--help", env={}, cwd=tmp_path)
     assert out.startswith("usage: python -m bot [-h]")
+
+
+# -- the topic tree and the relevance report ------------------------------------------------------------------
+
+
+def test_topics_prints_the_catalog_as_a_tree(
+    cli_env: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = cli_env / "db.sqlite3"
+
+    async def create() -> None:
+        await (await open_store(db)).close()
+
+    asyncio.run(create())
+    monkeypatch.setenv("DATABASE_PATH", str(db))
+    code, out, err = run_main(capsys, "topics")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].startswith("50 catalog topics, each under the topic it belongs to")
+    # after the count and the sparkline, the name indented by its depth
+    names = [re.fullmatch(r"\s*\d+  \S+  (.*)", line).group(1) for line in lines[1:-1]]  # type: ignore[union-attr]
+    rl = names.index("RL Post-Training  [rl-post-training]")
+    assert names[rl + 1] == "  Credit Assignment in RL  [credit-assignment]"  # children by name, indented
+    assert "    Process Reward Models  [process-reward-models]" in names  # a grandchild
+    assert lines[-1] == f"Database: {db}"
+
+
+RECORDS = [
+    {
+        "id": "2601.00001",
+        "title": "GRPO post-training of LLMs for math",
+        "abstract": "We post-train an LLM with GRPO.",
+    },
+    {
+        "id": "2601.00002",
+        "title": "On-policy distillation of a small student",
+        "abstract": "The student learns from its own samples with a teacher's token-level feedback.",
+    },
+    {"id": "2601.00003", "title": "Sparse attention kernels", "abstract": "Faster attention on GPUs."},
+    {
+        "id": "2601.00004",
+        "title": "Teaching a model by example",
+        "abstract": "A model learns what people prefer.",
+    },
+]
+
+
+def labels_folder(folder: Path, rows: list[str]) -> Path:
+    import json
+
+    folder.mkdir()
+    (folder / "records.jsonl").write_text("\n".join(json.dumps(r) for r in RECORDS) + "\n")
+    (folder / "labels.csv").write_text("arxiv_id,topic,label,note\n" + "\n".join(rows) + "\n")
+    return folder
+
+
+def test_relevance_prints_recall_and_precision_then_every_miss_and_false_hit(
+    cli_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = labels_folder(
+        cli_env / "labels",
+        [
+            "2601.00001,RL Post-Training,1,GRPO",
+            "2601.00002,RL Post-Training,1,a child's paper: the tree brings it to the parent",
+            "2601.00004,RL Post-Training,1,preference learning in words the queries do not know",
+            "2601.00003,RL Post-Training,0,",
+            "2601.00002,on-policy-distillation,1,",
+        ],
+    )
+    code, out, err = run_main(capsys, "relevance", "--labels", str(folder))
+    assert (code, err) == (0, "")
+    table, errors = out.split("\n\n")
+    assert table.splitlines()[0].split() == [
+        "topic",
+        "pos",
+        "neg",
+        "hits",
+        "false",
+        "hits",
+        "recall",
+        "precision",
+    ]
+    assert table.splitlines()[1].split() == ["RL", "Post-Training", "3", "1", "2", "0", "66.7%", "100.0%"]
+    assert table.splitlines()[2].split() == ["On-Policy", "Distillation", "1", "0", "1", "0", "100.0%", "n/a"]
+    assert errors.splitlines() == [
+        "RL Post-Training:",
+        "  miss       2601.00004  Teaching a model by example",
+    ]
+
+    code, out, _ = run_main(capsys, "relevance", "--labels", str(folder), "--topic", "on-policy distillation")
+    assert code == 0 and "RL Post-Training" not in out and "On-Policy Distillation" in out
+
+
+@pytest.mark.parametrize(
+    ("rows", "problem"),
+    [
+        (["2601.00001,RL Post-Training,yes,"], "line 2: label must be 1 (belongs) or 0 (does not)"),
+        (["2601.00001,RL Post-Training,1,", "2601.00002,Quantum Okapis,0,"], "line 3: unknown topic"),
+        (["2601.00009,RL Post-Training,1,"], "line 2: record '2601.00009' is not in records.jsonl"),
+        (["2601.00001,RL Post-Training,1"], "line 2: expected 4 columns"),
+    ],
+)
+def test_bad_labels_name_the_file_and_line_with_the_bad_input_code(
+    cli_env: Path, capsys: pytest.CaptureFixture[str], rows: list[str], problem: str
+) -> None:
+    folder = labels_folder(cli_env / "labels", rows)
+    code, out, err = run_main(capsys, "relevance", "--labels", str(folder))
+    assert (code, out) == (2, "")
+    assert err.startswith(f"paperwatch: {folder / 'labels.csv'}: {problem}")
+    assert len(err.splitlines()) == 1
+
+
+def test_relevance_of_an_unknown_topic_or_folder_says_what_to_do(
+    cli_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = labels_folder(cli_env / "labels", ["2601.00001,RL Post-Training,1,"])
+    code, _, err = run_main(capsys, "relevance", "--labels", str(folder), "--topic", "Quantum Okapis")
+    assert code == 2 and err == (
+        "paperwatch: no catalog topic named 'Quantum Okapis'; `python -m bot topics` lists them\n"
+    )
+    code, _, err = run_main(capsys, "relevance", "--labels", str(folder), "--topic", "Tool Use")
+    assert code == 2 and "no labelled papers for 'Tool Use'" in err
+    code, _, err = run_main(capsys, "relevance", "--labels", str(cli_env / "nowhere"))
+    assert code == 2 and "nowhere/records.jsonl: cannot read the labels" in err
+    code, _, err = run_main(capsys, "relevance", "--half", "C")
+    assert code == 2 and "argument --half: invalid choice: 'C'" in err

@@ -16,6 +16,7 @@ from bot.clock import FakeClock
 from bot.ingest import Ingestor
 from bot.intake import ExtraWrites, Intake, IntakeReport
 from bot.models import Author, Paper
+from bot.sources.api_source import ArxivApiSource
 from bot.sources.arxiv_api import ArxivClient
 from bot.sources.polite_http import PoliteHttp, build_http_client
 from bot.store import Store
@@ -59,7 +60,8 @@ def make_ingestor(
 ) -> Ingestor:
     polite = PoliteHttp(http, clock, min_interval=3.0, max_tries=3)
     intake = intake or Intake(store, TopicIndex(store, clock), clock)
-    return Ingestor(store, ArxivClient(polite, arxiv.url), clock, intake=intake, categories=CATS, **options)  # type: ignore[arg-type]
+    source = ArxivApiSource(ArxivClient(polite, arxiv.url), CATS, **options)  # type: ignore[arg-type]
+    return Ingestor(store, source, clock, intake=intake)
 
 
 @asynccontextmanager
@@ -427,7 +429,7 @@ async def test_a_trickling_page_fails_the_cycle_at_the_deadline_and_the_next_cat
     polite = PoliteHttp(http, clock, min_interval=3.0, max_tries=2, deadline=0.5)
     intake = Intake(store, TopicIndex(store, clock), clock)
     ingestor = Ingestor(
-        store, ArxivClient(polite, arxiv.url), clock, intake=intake, categories=CATS, page_size=10
+        store, ArxivApiSource(ArxivClient(polite, arxiv.url), CATS, page_size=10), clock, intake=intake
     )
 
     def trickle_after_first_page(request: RecordedRequest) -> None:

@@ -1,7 +1,7 @@
 """Command line: `python -m bot` runs the Discord bot; subcommands poll, backfill and inspect the history.
 
 One module per group of commands: `pipeline` (poll, backfill, watch), `history` (stats, momentum, topics, match),
-`demo`; `parser` holds the words and exit codes, `common` the steps they share. Commands call the services (and
+`relevance`, `demo`; `parser` holds the words and exit codes, `common` the steps they share. Commands call the services (and
 the pipeline that bot/context.py builds) and print what they return.
 
 Every failure ends in one line on stderr and an exit code scripts can rely on (EXIT_CODES); never a traceback.
@@ -26,6 +26,7 @@ from bot.cli.parser import (
     build_parser,
 )
 from bot.cli.pipeline import cmd_backfill, cmd_poll, cmd_watch
+from bot.cli.relevance import cmd_relevance
 from bot.cli.scorer import cmd_scorer
 from bot.clock import Clock
 from bot.config import Settings, load_settings, require_token
@@ -55,6 +56,8 @@ def dispatch(args: argparse.Namespace, clock: Clock | None) -> int:
     if args.command == "demo":  # the demo reads no settings: it must work on any install, as shipped
         configure_logging("WARNING")
         return asyncio.run(cmd_demo(args.png, clock))
+    if args.command == "relevance":  # reads the catalog and labelled files only, never settings
+        return cmd_relevance(args.labels, args.topic, args.half)
     settings = load_settings()
     configure_logging(settings.log_level)
     match args.command:

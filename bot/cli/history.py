@@ -55,10 +55,15 @@ async def cmd_momentum(
 async def cmd_topics(settings: Settings, clock: Clock | None) -> int:
     require_database(settings)
     async with open_context(settings, clock) as ctx:
-        rows = await ctx.services.topics.visible_to(0)
-        print(f"{len(rows)} catalog topics (papers submitted in the last four weeks)")
-        for row, result in zip(rows, await ctx.services.momentum.topics(rows), strict=True):
-            print(f"{result.current:>6}  {result.sparkline()}  {row.name}  [{row.slug}]")
+        tree = await ctx.services.topics.tree(0)
+        rows = [row for _, row in tree.rows]
+        print(
+            f"{len(rows)} catalog topics, each under the topic it belongs to (papers submitted in the last four "
+            "weeks; a topic counts the papers of the topics below it)"
+        )
+        results = await ctx.services.momentum.topics(rows)
+        for (depth, row), result in zip(tree.rows, results, strict=True):
+            print(f"{result.current:>6}  {result.sparkline()}  {'  ' * depth}{row.name}  [{row.slug}]")
     print(f"Database: {settings.database_path}")
     return 0
 

@@ -12,10 +12,11 @@ from typing import NoReturn
 from bot.config import (
     MAX_HISTORY_DAYS,
     MAX_MATCH_LIMIT,
-    MAX_MOMENTUM_WEEKS,
     MAX_STATS_WEEKS,
     check_categories,
 )
+from bot.momentum import MAX_WEEKS
+from bot.topics.relevance import DEFAULT_LABELS, HALVES, LABELS_FILE, RECORDS_FILE
 
 EXIT_BAD_INPUT = 2
 EXIT_UNREACHABLE = 3
@@ -114,15 +115,34 @@ def build_parser() -> argparse.ArgumentParser:
     momentum.add_argument("topic", help='a catalog topic\'s name or slug, e.g. "RL Post-Training"')
     momentum.add_argument(
         "--weeks",
-        type=whole_number(1, MAX_MOMENTUM_WEEKS),
+        type=whole_number(1, MAX_WEEKS),
         default=4,
-        help=f"window length in weeks (1-{MAX_MOMENTUM_WEEKS}, default 4)",
+        help=f"window length in weeks (1-{MAX_WEEKS}, default 4)",
     )
     momentum.add_argument(
         "--png", type=Path, metavar="FILE", help="also write the weekly chart to this PNG file"
     )
 
-    sub.add_parser("topics", help="the catalog's topics with their papers in the last four weeks")
+    sub.add_parser("topics", help="the catalog's tree of topics with their papers in the last four weeks")
+
+    relevance = sub.add_parser(
+        "relevance",
+        help="recall and precision of each catalog topic on hand-labelled papers, with every miss and false hit",
+        description="Per-topic recall and precision of the catalog's queries on a labelled folder (a topic "
+        "matches a paper when its own query or a sub-topic's does, as followers receive it), then every miss "
+        "and false hit. Precision is n/a for a topic with no labelled negatives.",
+    )
+    relevance.add_argument(
+        "--labels",
+        type=Path,
+        metavar="DIR",
+        default=DEFAULT_LABELS,
+        help=f"folder with {RECORDS_FILE} and {LABELS_FILE} (default: the set in bot/topics/labels)",
+    )
+    relevance.add_argument("--topic", metavar="NAME", help="only this catalog topic (name or slug)")
+    relevance.add_argument(
+        "--half", choices=HALVES, help="only one fixed half of the records: tune queries on A, check on B"
+    )
 
     watch = sub.add_parser(
         "watch", help="print a topic's new papers as cards in this terminal, as they arrive"

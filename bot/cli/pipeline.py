@@ -11,8 +11,16 @@ from bot.cli.parser import program_name
 from bot.clock import Clock
 from bot.config import Settings, require_contact
 from bot.console import CONSOLE_GUILD, ConsolePoster, console_channel
-from bot.context import open_context
+from bot.context import AppContext, open_context
 from bot.errors import SourceError
+
+
+async def read_announcements(ctx: AppContext) -> str | None:
+    """After the API's cycle, the RSS announcement feed's (the backstop of a failed API cycle, except with
+    --once, which stops at once to say so); its summary, or None when ARXIV_RSS_URL is off. Its own failure
+    stops nothing: the summary says so and the next poll reads it again."""
+    cycle = ctx.announcements()
+    return (await cycle.run_once()).summary() if cycle is not None else None
 
 
 async def cmd_poll(settings: Settings, once: bool, clock: Clock | None) -> int:
@@ -23,7 +31,10 @@ async def cmd_poll(settings: Settings, once: bool, clock: Clock | None) -> int:
             report = await ingestor.poll_once()
             if once and not report.complete:
                 raise poll_failed(settings, report, f"run `{program_name()} poll --once` again")
+            announced = await read_announcements(ctx)
             print(report.summary(), flush=True)
+            if announced:
+                print(announced, flush=True)
             total = await ctx.services.status.papers_stored()
             print(f"{total} papers in {settings.database_path}", flush=True)
             if once:
@@ -80,7 +91,10 @@ async def cmd_watch(settings: Settings, name: str, once: bool, clock: Clock | No
                 print(f"Database: {settings.database_path}")
                 print("New papers will appear below as they are announced (Ctrl+C to stop).", flush=True)
                 first = False
+            announced = await read_announcements(ctx)  # its new papers come as cards below, like the poll's
             delivered = await worker.deliver_once()
+            if announced:
+                print(f"[{ctx.clock.now():%H:%M} UTC] {announced}", flush=True)
             print(
                 f"[{ctx.clock.now():%H:%M} UTC] {report.summary()}; {delivered.sent} new for {topic.name}",
                 flush=True,

@@ -48,8 +48,9 @@ class FollowPlan:
     digest_hour: int
     created_by: int | None
     topic: TopicRow | None  # an existing topic, followed as it is...
-    topic_plan: TopicPlan | None  # ...or the server's own, created or given a new query first
-    # Channels of this server following the topic whose query the plan changes: what each receives changes.
+    topic_plan: TopicPlan | None  # ...or the server's own, created, changed or placed first
+    # Channels of this server following a topic whose papers the plan changes (the topic itself, or one above
+    # it where it is or where it goes): what each of them receives changes.
     guarded: tuple[int, ...] = ()
 
     @property
@@ -57,6 +58,13 @@ class FollowPlan:
         """The topic whose query the plan changes, if it changes one."""
         plan = self.topic_plan
         return plan.current if plan is not None and plan.changes_query else None
+
+    @property
+    def topic_name(self) -> str:
+        if self.topic is not None:
+            return self.topic.name
+        assert self.topic_plan is not None  # a plan names a topic or plans one
+        return self.topic_plan.name
 
 
 @dataclass(frozen=True)
@@ -69,6 +77,8 @@ class Followed:
     created_topic: bool  # the server's own topic was created for it
     changed_query: bool  # the server's own topic got a new query (its history matched again)
     matched: int  # stored papers the created or changed topic matches
+    moved: bool = False  # the server's own topic was put under another (or back at the top)
+    parent: TopicRow | None = None  # the topic it sits under, when it was created or moved
 
 
 @dataclass(frozen=True)
@@ -113,23 +123,30 @@ class FollowService:
         mode: str = "each",
         digest_hour: int = DEFAULT_DIGEST_HOUR,
         created_by: int | None = None,
+        parent: str | None = None,
     ) -> FollowPlan:
         """Check a request to follow `topic` (a name) in a channel, without changing anything. With `query`, the
-        topic is the server's own, created or given that query. Raises the topic use cases' errors (unknown
-        topic, a bad or too broad query, a limit reached) and FollowError."""
+        topic is the server's own, created or given that query; with `parent`, the server's own topic goes
+        under that topic (see TopicService.plan_custom). Raises the topic use cases' errors (unknown topic or
+        parent, a parent that would make a loop, a bad or too broad query, a limit reached) and FollowError."""
         checked_mode = check_mode(mode)
         check_digest_hour(digest_hour)
         name = clean_name(topic)
-        if query is None:
+        if query is None and parent is None:
             row = await self.topics.resolve(guild_id, name)
             return FollowPlan(guild_id, channel_id, checked_mode, digest_hour, created_by, row, None)
-        topic_plan = await self.topics.plan_custom(guild_id, name, query)
+        if query is None:
+            row = await self.topics.resolve(guild_id, name)
+            if row.is_catalog:
+                raise FollowError(
+                    f"“{row.name}” is a catalog topic: its place in the tree is the catalog's. To put a topic of "
+                    f"this server under it, use /follow topic:<your topic> parent:{row.name}."
+                )
+        topic_plan = await self.topics.plan_custom(guild_id, name, query, parent=parent)
         plan = FollowPlan(guild_id, channel_id, checked_mode, digest_hour, created_by, None, topic_plan)
-        changed = plan.changed_topic
-        if changed is None:
-            return plan
-        following = [f.channel_id for f in await self.in_server(guild_id) if f.topic_id == changed.id]
-        return replace(plan, guarded=tuple(following))
+        affected = self.topics.affected_by(topic_plan)
+        following = [f.channel_id for f in await self.in_server(guild_id) if f.topic_id in affected]
+        return replace(plan, guarded=tuple(dict.fromkeys(following)))
 
     async def follow(self, plan: FollowPlan) -> Followed:
         """Carry out a plan: create or change the server's topic (matching its history), then follow it."""
@@ -142,8 +159,19 @@ class FollowService:
         follow, is_new = await self._upsert(
             plan.guild_id, plan.channel_id, topic, plan.mode, plan.digest_hour, plan.created_by
         )
-        created = plan.topic_plan is not None and plan.topic_plan.current is None
-        return Followed(topic, follow, is_new, created, plan.changed_topic is not None, matched)
+        topic_plan = plan.topic_plan
+        created = topic_plan is not None and topic_plan.current is None
+        moved = topic_plan is not None and topic_plan.current is not None and topic_plan.changes_parent
+        return Followed(
+            topic,
+            follow,
+            is_new,
+            created,
+            plan.changed_topic is not None,
+            matched,
+            moved=moved,
+            parent=topic_plan.parent if topic_plan is not None else None,
+        )
 
     async def follow_topic(
         self,

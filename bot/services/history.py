@@ -10,9 +10,9 @@ from datetime import datetime
 
 from bot.errors import PaperwatchError, SourceError
 from bot.intake import Intake
+from bot.models import CATALOG_GUILD, Paper, SearchHit, TopicRow, fold_name
 from bot.models import HIGHLIGHT_END as HIGHLIGHT_END  # re-exported: a hit's snippet marks
 from bot.models import HIGHLIGHT_START as HIGHLIGHT_START
-from bot.models import Paper, SearchHit, TopicRow
 from bot.services.topics import TopicError, TopicLimits
 from bot.sources.arxiv_api import ArxivClient
 from bot.store import Store
@@ -51,10 +51,13 @@ class HistoryService:
         self.intake = intake
         self.limits = limits or TopicLimits()
 
-    async def latest(self, topic: TopicRow, count: int) -> list[Paper]:
-        """A topic's newest `count` papers (1 to MAX_LATEST), newest first."""
+    async def latest(self, topic: TopicRow, count: int, guild_id: int = CATALOG_GUILD) -> list[Paper]:
+        """A topic's newest `count` papers (1 to MAX_LATEST) as server `guild_id` sees it (a catalog topic
+        there includes that server's own topics under it), newest first."""
         check_latest_count(count)
-        return await self.store.topics.latest_papers(topic.id, count)
+        return await self.store.topics.latest_papers(
+            topic.id, count, including=self.index.within(topic.id, guild_id)
+        )
 
     async def count_matches(self, topic: TopicRow, start: datetime, end: datetime) -> int:
         """A topic's papers first submitted in [start, end)."""
@@ -67,20 +70,29 @@ class HistoryService:
         topic: TopicRow | None = None,
         since: datetime | None = None,
         want: int = MAX_SEARCH_RESULTS,
+        guild_id: int = CATALOG_GUILD,
     ) -> SearchResult:
-        """The `want` best stored matches of a query, best first. Candidates come from the full-text index in
-        growing batches and are confirmed by the exact evaluator until `want` are found, none is left, or
-        `limits.search_candidates` were checked (then the result is not complete)."""
+        """The `want` best stored matches of a query (among the papers of `topic` as server `guild_id` sees
+        it), best first. Candidates come from the full-text index in growing batches and are confirmed by the
+        exact evaluator until `want` are found, none is left, or `limits.search_candidates` were checked (then
+        the result is not complete)."""
         categories = await self.index.stored_categories(query)
         if categories is None:  # a category no stored paper has: nothing can match
             return SearchResult([], 0, True)
         bound = self.limits.search_candidates
         fts = query.to_fts5()
         topic_id = topic.id if topic is not None else None
+        including = self.index.within(topic.id, guild_id) if topic is not None else []
 
         async def ranked(offset: int, limit: int) -> list[SearchHit]:
             return await self.store.search.ranked(
-                fts, topic_id=topic_id, categories=categories, since=since, limit=limit, offset=offset
+                fts,
+                topic_id=topic_id,
+                including=including,
+                categories=categories,
+                since=since,
+                limit=limit,
+                offset=offset,
             )
 
         async def batches() -> AsyncIterator[list[SearchHit]]:
@@ -135,7 +147,10 @@ class HistoryService:
         return paper
 
     async def topic_names(self, guild_id: int, paper: Paper) -> list[str]:
-        """Names of the topics this server can see (catalog and its own) that the paper matches, by name; never
-        another server's topics."""
+        """Names of the most specific topics this server can see (catalog and its own) that the paper matches
+        (a paper of On-Policy Distillation names it, not RL Post-Training above it), by name; never another
+        server's topics."""
         matching = self.index.topics_matching(paper)
-        return [t.name for t in await self.store.topics.visible_to(guild_id) if t.id in matching]
+        visible = {t.id: t.name for t in await self.store.topics.visible_to(guild_id)}
+        shown = self.index.tree.most_specific(t for t in matching if t in visible)
+        return sorted((visible[t] for t in shown), key=fold_name)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 
 from bot.clock import Clock
-from bot.models import TopicRow
+from bot.models import CATALOG_GUILD, TopicRow
 from bot.momentum import (
     SERIES_WEEKS,
     Momentum,
@@ -29,27 +29,36 @@ class MomentumService:
         self.clock = clock
         self.watched = tuple(watched)  # the share's categories for a topic that names none
 
-    async def topic(self, topic: TopicRow, weeks: int = 4) -> Momentum:
+    async def topic(self, topic: TopicRow, weeks: int = 4, guild_id: int = CATALOG_GUILD) -> Momentum:
         """A topic's momentum now; its share is of the categories its query names, else of all watched ones."""
-        [momentum] = await self.topics([topic], weeks)
+        [momentum] = await self.topics([topic], weeks, guild_id)
         return momentum
 
-    async def ranking(self, topics: Sequence[TopicRow], weeks: int = 4) -> list[Momentum]:
+    async def ranking(
+        self, topics: Sequence[TopicRow], weeks: int = 4, guild_id: int = CATALOG_GUILD
+    ) -> list[Momentum]:
         """The topics' momenta, fastest-growing first (a server's: TopicService.followed_in)."""
-        return rank_by_growth(await self.topics(topics, weeks))
+        return rank_by_growth(await self.topics(topics, weeks, guild_id))
 
-    async def topics(self, topics: Sequence[TopicRow], weeks: int = 4) -> list[Momentum]:
-        """The momentum of each topic, in the order given."""
+    async def topics(
+        self, topics: Sequence[TopicRow], weeks: int = 4, guild_id: int = CATALOG_GUILD
+    ) -> list[Momentum]:
+        """The momentum of each topic as server `guild_id` sees it, in the order given. A topic counts the
+        papers of its descendants (stored with it); in a server, a catalog topic also counts the server's own
+        topics under it."""
         check_weeks(weeks)
         if not topics:
             return []
         now = self.clock.now()
         prev_start, start, end = window_bounds(now, weeks)
         ids = [t.id for t in topics]
-        windows = await self.store.topics.counts_between(ids, [prev_start, start, end])
+        including = {t.id: self.index.within(t.id, guild_id) for t in topics}
+        windows = await self.store.topics.counts_between(ids, [prev_start, start, end], including=including)
         first = week_start(now) - timedelta(weeks=SERIES_WEEKS - 1)
         edges = [first + timedelta(weeks=i) for i in range(SERIES_WEEKS)]
-        weekly = await self.store.topics.counts_between(ids, [*edges, now + timedelta(seconds=1)])
+        weekly = await self.store.topics.counts_between(
+            ids, [*edges, now + timedelta(seconds=1)], including=including
+        )
         named = await self._topic_categories(topics)
         all_new: dict[tuple[str, ...], int] = {}
         momenta = []

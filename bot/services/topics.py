@@ -1,22 +1,29 @@
-"""Topics as a server sees them: finding one by name, suggesting names as someone types, and creating, changing
-or deleting a server's own topics within its limits.
+"""Topics as a server sees them: finding one by name, the tree they form, suggesting names as someone types, and
+creating, changing, placing or deleting a server's own topics within its limits.
 
 Every history scan is bounded before it starts: a server's topic must have a word the full-text index can use,
 and may not need more than a bounded share of the stored papers checked.
+
+A server's own topic may sit under a catalog topic or under another of its own (`parent`). Under one of its own,
+its papers belong to the parent everywhere (both are the server's). Under a catalog topic, they count for that
+topic inside the server only: there the catalog topic's posts, /latest, /search topic: and /momentum include
+them, while every other server, and the catalog's own figures, see the catalog topic unchanged (see
+bot/topics/index.py).
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 
 from bot.clock import Clock
 from bot.errors import PaperwatchError
 from bot.models import TopicRow, find_named, fold_name, topic_key
 from bot.store import Store
 from bot.store.protocol import TopicNameTaken
+from bot.topics.hierarchy import Hierarchy
 from bot.topics.index import TopicIndex
 from bot.topics.query import MAX_QUERY_LENGTH as MAX_QUERY_LENGTH  # re-exported: the option's bound
 from bot.topics.query import TopicQuery, parse_query
@@ -24,7 +31,11 @@ from bot.topics.query import TopicQuery, parse_query
 MAX_NAME_LENGTH = 80
 MAX_DESCRIPTION_LENGTH = 1000
 MAX_SUGGESTIONS = 25  # Discord's limit for autocomplete
+MAX_CHOICE_LENGTH = 100  # Discord's limit for an autocomplete choice's name
 CHANGE_WINDOW = timedelta(hours=1)
+NO_PARENT = "none"  # parent:none puts a server's topic back at the top
+PATH_SEPARATOR = " › "
+_EVER = (datetime(1970, 1, 1, tzinfo=UTC), datetime(2200, 1, 1, tzinfo=UTC))
 
 
 @dataclass(frozen=True)
@@ -72,10 +83,57 @@ class TopicPlan:
     description: str
     query: TopicQuery
     current: TopicRow | None  # the server's topic of that very name: this changes it
+    parent: TopicRow | None = None  # the topic it sits under once the plan is carried out
 
     @property
     def changes_query(self) -> bool:
         return self.current is None or self.current.query != self.query.text
+
+    @property
+    def changes_parent(self) -> bool:
+        before = self.current.parent_id if self.current is not None else None
+        return before != (self.parent.id if self.parent is not None else None)
+
+    @property
+    def changes_anything(self) -> bool:
+        return self.changes_query or self.changes_parent
+
+
+@dataclass(frozen=True)
+class TopicTree:
+    """The topics a server sees (the catalog and its own) as a tree, children by name under their parent."""
+
+    rows: list[tuple[int, TopicRow]]  # (depth, topic), each parent followed by its subtree
+
+    def path(self, topic_id: int) -> list[str]:
+        """The names from the root down to the topic ([] for a topic not in the tree)."""
+        by_id = {t.id: t for _, t in self.rows}
+        names: list[str] = []
+        current = by_id.get(topic_id)
+        while current is not None:
+            names.append(current.name)
+            current = by_id.get(current.parent_id) if current.parent_id is not None else None
+        return names[::-1]
+
+    def label(self, topic_id: int, limit: int = MAX_CHOICE_LENGTH) -> str:
+        """ "Parent › Child" within `limit` characters: the topic's own name is kept whole, ancestors nearest
+        the root give way first."""
+        path = self.path(topic_id)
+        for start in range(len(path)):
+            text = ("…" + PATH_SEPARATOR if start else "") + PATH_SEPARATOR.join(path[start:])
+            if len(text) <= limit:
+                return text
+        return path[-1][: limit - 1] + "…" if path else ""
+
+
+def topic_tree(topics: Sequence[TopicRow]) -> TopicTree:
+    """The tree of these topics; a parent not among them (hidden by a server's topic of the same name) makes
+    its children roots."""
+    ordered = sorted(topics, key=lambda t: fold_name(t.name))
+    ids = {t.id for t in ordered}
+    tree = Hierarchy({t.id: t.parent_id if t.parent_id in ids else None for t in ordered})
+    by_id = {t.id: t for t in ordered}
+    return TopicTree([(depth, by_id[key]) for depth, key in tree.walk()])
 
 
 def slugify(name: str) -> str:
@@ -155,42 +213,110 @@ class TopicService:
         """A server's own topics, by name."""
         return await self.store.topics.own(guild_id)
 
-    async def suggest(self, guild_id: int, typed: str) -> list[str]:
-        """Names of the topics a server can see that contain what was typed, first by where it appears (a match
-        of the slug alone last), catalog topics before the server's own at the same place."""
+    async def tree(self, guild_id: int) -> TopicTree:
+        """The topics a server can see, as a tree (guild 0: the catalog's)."""
+        return topic_tree(await self.visible_to(guild_id))
+
+    async def suggest(self, guild_id: int, typed: str) -> list[tuple[str, str]]:
+        """(label, name) of the topics a server can see whose place in the tree ("Parent › Child") contains
+        what was typed, first by where it appears (a match of the slug alone last), then in the tree's order:
+        typing a parent's name offers the parent, then its children. At most MAX_SUGGESTIONS; each label
+        within Discord's MAX_CHOICE_LENGTH."""
         wanted = fold_name(typed)
+        tree = await self.tree(guild_id)
         scored = []
-        for topic in await self.visible_to(guild_id):
-            where = fold_name(topic.name).find(wanted) if wanted else 0
+        for order, (_, topic) in enumerate(tree.rows):
+            label = tree.label(topic.id)
+            where = fold_name(PATH_SEPARATOR.join(tree.path(topic.id))).find(wanted) if wanted else 0
             if where < 0 and wanted in topic.slug:
-                where = 100
+                where = 10_000
             if where >= 0:
-                scored.append((where, not topic.is_catalog, topic.name))
+                scored.append((where, order, label, topic.name))
         scored.sort()
-        return [name for _, _, name in scored[:MAX_SUGGESTIONS]]
+        return [(label, name) for _, _, label, name in scored[:MAX_SUGGESTIONS]]
 
     # ---- a server's own topics ---------------------------------------------------------------------------
 
     async def plan_custom(
-        self, guild_id: int, name: str, query_text: str, description: str = ""
+        self,
+        guild_id: int,
+        name: str,
+        query_text: str | None,
+        description: str = "",
+        parent: str | None = None,
     ) -> TopicPlan:
-        """Check a request to create or change a server's own topic, without changing anything. Raises
-        QuerySyntaxError (with a position) for a bad query and a TopicError saying what to do otherwise."""
+        """Check a request to create or change a server's own topic, without changing anything. `query_text`
+        None keeps the query of an existing topic; `parent` names the topic it goes under (NO_PARENT: at the
+        top; None: where it is). Raises QuerySyntaxError (with a position) for a bad query and a TopicError
+        saying what to do otherwise."""
         name = clean_name(name)
         if len(description) > MAX_DESCRIPTION_LENGTH:
             raise TopicError(f"A description is at most {MAX_DESCRIPTION_LENGTH} characters.")
-        query = check_query(query_text)
+        query = check_query(query_text) if query_text is not None else None
         own = await self.store.topics.own(guild_id)
         current = next((t for t in own if fold_name(t.name) == fold_name(name)), None)
         if current is None:
+            if query is None:
+                raise UnknownTopic(name)
             self._check_new_name(name, own, await self.store.topics.own(0))
             if len(own) >= self.limits.custom_topics:
                 raise TopicLimitReached(self._too_many_text(own))
-        plan = TopicPlan(guild_id, name if current is None else current.name, description, query, current)
-        if plan.changes_query:
+        elif query is None:
+            query = parse_query(current.query)
+        under = await self._parent(guild_id, name, current, parent)
+        plan = TopicPlan(
+            guild_id, name if current is None else current.name, description, query, current, under
+        )
+        if plan.changes_anything:
             self._check_rate(guild_id)
+        if plan.changes_query:
             await self.check_scope(query)
         return plan
+
+    async def _parent(
+        self, guild_id: int, name: str, current: TopicRow | None, asked: str | None
+    ) -> TopicRow | None:
+        """The topic a server's topic goes under: the one asked for, checked, or where it is now."""
+        if asked is None:
+            if current is None or current.parent_id is None:
+                return None
+            return await self.store.topics.get(current.parent_id)
+        if fold_name(asked) == NO_PARENT:
+            return None
+        if topic_key(asked) == topic_key(name) or (current is not None and find_named([current], asked)):
+            raise TopicError(
+                f"“{name}” cannot be its own parent. Pick the topic it belongs under, e.g. a catalog topic such "
+                f"as RL Post-Training, or parent:{NO_PARENT} to keep it at the top."
+            )
+        parent = await self.find(guild_id, asked)
+        if parent is None:
+            raise TopicError(
+                f"There is no topic named “{asked[:80]}” to put “{name}” under. Start typing in parent: and pick "
+                f"a catalog topic or one of this server's own (parent:{NO_PARENT} keeps it at the top)."
+            )
+        if current is not None and current.id in self.index.tree.ancestors(parent.id):
+            raise TopicError(
+                f"“{parent.name}” sits under “{current.name}”, so “{current.name}” cannot go under it: a topic "
+                f"cannot be below itself. Move “{parent.name}” first (/follow topic:{parent.name} "
+                f"parent:{NO_PARENT}), or pick another parent."
+            )
+        return parent
+
+    def lineage_in_server(self, topic_id: int) -> list[int]:
+        """The topics a paper of this one counts for in its server: itself and every ancestor."""
+        return [topic_id, *self.index.tree.ancestors(topic_id)]
+
+    def affected_by(self, plan: TopicPlan) -> set[int]:
+        """Topics whose papers in the plan's server change when it is carried out: the topic with everything
+        above it, where it is and where it goes."""
+        if not plan.changes_anything:
+            return set()
+        affected: set[int] = set()
+        if plan.current is not None:
+            affected.update(self.lineage_in_server(plan.current.id))
+        if plan.parent is not None:
+            affected.update(self.lineage_in_server(plan.parent.id))
+        return affected
 
     def _check_new_name(self, name: str, own: Sequence[TopicRow], catalog: Sequence[TopicRow]) -> None:
         key = topic_key(name)
@@ -257,12 +383,15 @@ class TopicService:
             )
 
     async def save(self, plan: TopicPlan) -> tuple[TopicRow, int]:
-        """Carry out a plan: create the topic or give it its new query, and match the stored history. Returns
-        the topic and how many stored papers it matches now (0 when nothing changed)."""
-        if plan.current is not None and not plan.changes_query:
+        """Carry out a plan: create the topic, or give it its new query (matching the stored history) or its new
+        place (recomputing what the ancestors it leaves and joins hold through it). Returns the topic and how
+        many stored papers it holds now (0 when nothing changed)."""
+        if plan.current is not None and not plan.changes_anything:
             return plan.current, 0
         self._check_rate(plan.guild_id)  # again: another change may have come in since the plan
         now = self.clock.now()
+        parent_id = plan.parent.id if plan.parent is not None else None
+        left: list[int] = []  # the ancestors it leaves, whose rows held through it go
         if plan.current is None:
             try:
                 row = await self.store.topics.create(
@@ -271,30 +400,47 @@ class TopicService:
                     description=plan.description,
                     query=plan.query.text,
                     at=now,
+                    parent_id=parent_id,
                 )
             except TopicNameTaken:  # created meanwhile, by another command
                 self._check_new_name(plan.name, await self.store.topics.own(plan.guild_id), [])
                 raise TopicError(f"This server already has a topic named like “{plan.name}”.") from None
         else:
+            left = self.index.lineage(plan.current.id)[1:]
             try:
                 row, _ = await self.store.topics.change(plan.current.id, query=plan.query.text, at=now)
+                if plan.changes_parent:
+                    await self.store.topics.set_parent(row.id, parent_id, now)
+                    row = replace(row, parent_id=parent_id)
             except LookupError:
                 raise TopicError(
                     f"“{plan.name}” was deleted meanwhile: run /follow again to create it."
                 ) from None
         self._recent_changes(plan.guild_id).append(now)
-        self.index.register(row.id, plan.query)
-        return row, await self.index.match_history(row.id, plan.query)
+        self.index.register(row, plan.query)
+        if plan.changes_query:
+            await self.index.match_history(row.id, plan.query)
+        if plan.changes_parent:
+            await self.index.rebuild([*left, *self.index.lineage(row.id)[1:]])
+        return row, await self.store.topics.count_matches(row.id, *_EVER)
 
     async def save_custom(
-        self, guild_id: int, name: str, query_text: str, description: str = ""
+        self,
+        guild_id: int,
+        name: str,
+        query_text: str | None,
+        description: str = "",
+        parent: str | None = None,
     ) -> tuple[TopicRow, int]:
-        """Create or change a server's own topic (plan_custom, then save)."""
-        return await self.save(await self.plan_custom(guild_id, name, query_text, description))
+        """Create, change or place a server's own topic (plan_custom, then save)."""
+        return await self.save(await self.plan_custom(guild_id, name, query_text, description, parent))
 
     async def delete_custom(self, topic: TopicRow) -> None:
-        """Delete a server's own topic (its matches go with it); the caller checks that nothing follows it."""
+        """Delete a server's own topic (its matches go with it, its children move to the top); the caller
+        checks that nothing follows it."""
         if topic.is_catalog:
             raise TopicError(f"“{topic.name}” is a catalog topic: it cannot be deleted.")
+        above = self.index.lineage(topic.id)[1:] if topic.id in self.index.tree else []
         await self.store.topics.delete(topic.id)
         self.index.forget(topic.id)
+        await self.index.rebuild(above)

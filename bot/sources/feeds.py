@@ -19,12 +19,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from html.parser import HTMLParser
+from itertools import islice
 from typing import Any, Literal, TypeVar, get_args
 
 import feedparser
 
 from bot.errors import MalformedFeed, SourceError
-from bot.models import Author, Paper, split_arxiv_id
+from bot.models import Author, Paper, SkippedEntry, split_arxiv_id
+from bot.sources import limits
 from bot.sources.polite_http import Fetched, PoliteHttp, Retryable
 
 log = logging.getLogger(__name__)
@@ -39,6 +41,9 @@ _DESCRIPTION_TYPE = re.compile(r"Announce Type:\s*([\w-]+)")
 # Name suffixes that arrive as their own comma-separated piece: "John Smith, Jr." is one author.
 _NAME_SUFFIX = re.compile(r"^(?:Jr|Sr|II|III|IV)\.?$")
 _CLOSED_ROOT = re.compile(rb"</(?:[\w.-]+:)?(?:rss|feed|RDF)>\s*\Z")
+# dc:creator text read at most: room for every kept author (bot/sources/limits.py) and the separators.
+_CREATOR_CHARS = limits.AUTHORS * (limits.AUTHOR_NAME + 2)
+_ITEM_LABEL = 100  # characters of a skipped item's id kept for logs and /status
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +64,7 @@ class FeedResult:
     etag: str | None  # validators to send next time (the old ones are kept on a 304)
     last_modified: str | None
     build_date: datetime | None  # channel lastBuildDate (UTC), None if absent
+    skipped: tuple[SkippedEntry, ...] = ()  # items that held no usable paper
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,6 +230,8 @@ def _arxiv_id(entry: Mapping[str, Any]) -> tuple[str, int]:
     ]
     found: list[tuple[str, int | None]] = []
     for candidate in filter(None, candidates):
+        if len(candidate) > limits.ID_TEXT:
+            continue  # no arXiv id is that long (and a long text makes the id pattern slow)
         try:
             found.append(split_arxiv_id(candidate))
         except ValueError:
@@ -250,76 +258,106 @@ def _abstract(description: str) -> str:
     return _norm(re.sub(r"^\s*arXiv:\S+\s+Announce Type:\s*[\w-]+", "", description))
 
 
+def _category(term: object) -> str:
+    """A category name without whitespace (categories are stored space-joined), or "" if it is none."""
+    name = "".join(str(term or "")[: limits.CATEGORY + 1].split())
+    return name if len(name) <= limits.CATEGORY else ""
+
+
 def _categories(entry: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
     """(primary, all): the first <category> is the primary unless the feed names one explicitly."""
-    terms = tuple(dict.fromkeys(_norm(t.get("term")) for t in entry.get("tags") or [] if t.get("term")))
+    tags = islice(entry.get("tags") or [], limits.CATEGORIES * 4)
+    terms = tuple(dict.fromkeys(filter(None, (_category(t.get("term")) for t in tags))))[: limits.CATEGORIES]
     named = entry.get("arxiv_primary_category")
-    primary = _norm(named.get("term") if isinstance(named, Mapping) else named)
+    primary = _category(named.get("term") if isinstance(named, Mapping) else named)
     if not primary:
         return (terms[0] if terms else ""), terms
-    return primary, (primary, *(t for t in terms if t != primary))
+    return primary, (primary, *(t for t in terms if t != primary))[: limits.CATEGORIES]
 
 
-def _authors(entry: Mapping[str, Any]) -> tuple[Author, ...]:
+def _authors(entry: Mapping[str, Any]) -> tuple[tuple[Author, ...], int]:
+    """The first AUTHORS authors (names bounded) and how many more the item lists."""
     raw = [a.get("name") or "" for a in entry.get("authors") or []] or [entry.get("author") or ""]
-    return tuple(Author(name) for text in raw for name in split_authors(text))
+    names = [name for text in raw for name in split_authors(text[:_CREATOR_CHARS])]
+    kept = tuple(Author(limits.clip(name, limits.AUTHOR_NAME)) for name in names[: limits.AUTHORS])
+    return kept, max(0, len(names) - limits.AUTHORS)
 
 
 def _doi(entry: Mapping[str, Any]) -> str | None:
     # arXiv allows several DOIs separated by spaces; the first is the one a link can use.
-    tokens = (entry.get("arxiv_doi") or "").split()
-    return tokens[0] if tokens else None
+    tokens = (entry.get("arxiv_doi") or "")[: limits.DOI * 4].split()
+    return limits.clip(tokens[0], limits.DOI) if tokens else None
 
 
 def _arxiv_item(entry: Mapping[str, Any], fallback_date: datetime | None) -> FeedItem:
     arxiv_id, version = _arxiv_id(entry)
+    if version > limits.VERSION:
+        raise ValueError(f"version v{version} is not a real arXiv version")
     description = entry.get("summary") or ""
     announced = _to_utc(entry.get("published_parsed") or entry.get("updated_parsed")) or fallback_date
     if announced is None:
         raise ValueError("no announcement date in the item or the feed")
+    if not limits.EARLIEST <= announced < limits.LATEST:
+        raise ValueError(f"announced {announced:%Y-%m-%d}, which is no date of an arXiv paper")
     primary, categories = _categories(entry)
     if not primary:
         raise ValueError("no category")
+    authors, omitted = _authors(entry)
     paper = Paper(
         arxiv_id=arxiv_id,
         version=version,
-        title=_norm(entry.get("title")),
-        abstract=_abstract(description),
-        authors=_authors(entry),
+        title=limits.clip(entry.get("title"), limits.TITLE),
+        abstract=limits.clip(_abstract(description[: limits.ABSTRACT * 4]), limits.ABSTRACT),
+        authors=authors,
         primary_category=primary,
         categories=categories,
         published=announced,
         updated=announced,
-        journal_ref=_norm(entry.get("arxiv_journal_reference")) or None,
+        journal_ref=limits.clip(entry.get("arxiv_journal_reference"), limits.JOURNAL_REF) or None,
         doi=_doi(entry),
+        authors_omitted=omitted,
+        provisional=True,  # dated by its announcement; the API's copy brings the submission time
     )
     return FeedItem(paper, _announce_type(entry))
 
 
+def _item_label(entry: Mapping[str, Any]) -> str:
+    """How logs and /status name a skipped item: its guid (or link, or title), shortened."""
+    text = _norm(str(entry.get("id") or entry.get("link") or entry.get("title") or "")[: _ITEM_LABEL * 2])
+    text = text.removeprefix("oai:arXiv.org:") or "(an item without an id)"
+    return text if len(text) <= _ITEM_LABEL else text[: _ITEM_LABEL - 1] + "…"
+
+
 def _parse_arxiv(
     data: bytes, *, announced: datetime | None = None, content_type: str | None = None
-) -> tuple[list[FeedItem], datetime | None]:
+) -> tuple[list[FeedItem], datetime | None, list[SkippedEntry]]:
     parsed = _feedparse(data, content_type=content_type, plain_text=True)
     build_date = _to_utc(parsed.feed.get("updated_parsed"))
     fallback = announced or _to_utc(parsed.feed.get("published_parsed")) or build_date
     items: list[FeedItem] = []
+    skipped: list[SkippedEntry] = []
     for entry in parsed.entries:
         try:
             items.append(_arxiv_item(entry, fallback))
         except ValueError as exc:  # one odd item must not cost the rest of the day's papers
-            log.warning("skipping arXiv feed item %r: %s", entry.get("id") or entry.get("title"), exc)
-    return items, build_date
+            skipped.append(SkippedEntry(_item_label(entry), str(exc)))
+    return items, build_date, skipped
 
 
 def parse_arxiv_feed(data: bytes, *, announced: datetime | None = None) -> list[FeedItem]:
     """The items of an arXiv RSS (or Atom) announcement feed.
 
     RSS carries no submission date: `published` and `updated` of each Paper are the item's pubDate, the
-    announcement date (UTC). Items without one use `announced`, else the channel's pubDate/lastBuildDate.
-    Titles and abstracts are whitespace-normalised; LaTeX is kept as written. Authors carry no affiliations.
+    announcement date (UTC), and the Paper is `provisional`. Items without one use `announced`, else the
+    channel's pubDate/lastBuildDate. Titles and abstracts are whitespace-normalised; LaTeX is kept as written.
+    Authors carry no affiliations. Every field is bounded (bot/sources/limits.py); an item without a usable id,
+    date or category is skipped.
     Raises MalformedFeed when the body is not a readable feed.
     """
-    return _parse_arxiv(data, announced=announced)[0]
+    items, _, skipped = _parse_arxiv(data, announced=announced)
+    for entry in skipped:
+        log.warning("skipping arXiv feed item %s: %s", entry.entry_id, entry.reason)
+    return items
 
 
 # ------------------------------------------------------------------------------------------- generic feeds
@@ -415,8 +453,8 @@ class FeedReader:
             lambda data, ctype: _parse_arxiv(data, content_type=ctype),
             f"arXiv RSS {url}",
         )
-        items, build_date = parsed if parsed is not None else ([], None)
-        return FeedResult(items, not_modified, new_etag, new_modified, build_date)
+        items, build_date, skipped = parsed if parsed is not None else ([], None, [])
+        return FeedResult(items, not_modified, new_etag, new_modified, build_date, tuple(skipped))
 
     async def fetch_generic(
         self, url: str, *, etag: str | None = None, last_modified: str | None = None

@@ -8,8 +8,10 @@ from datetime import datetime
 import aiosqlite
 
 from bot.models import Mode, PendingDelivery, Wanted
+from bot.store.announcements import HEADLINE, headline_from
 from bot.store.database import Database
 from bot.store.papers import paper_from_row, to_ts
+from bot.store.topics import with_card_topics
 
 
 class DeliveryRepo:
@@ -53,7 +55,7 @@ class DeliveryRepo:
         submission time."""
         rows = await self.db.fetchall(
             "SELECT d.id AS delivery_id, d.guild_id AS d_guild, d.channel_id AS d_channel, d.mode AS d_mode,"
-            " d.status AS d_status, d.attempts AS d_attempts, p.*,"
+            f" d.status AS d_status, d.attempts AS d_attempts, p.*, {HEADLINE},"
             " (SELECT group_concat(name, char(31)) FROM (SELECT t.name FROM delivery_topics dt"
             "   JOIN topics t ON t.id = dt.topic_id WHERE dt.delivery_id = d.id ORDER BY t.name)) AS topic_names"
             " FROM deliveries d JOIN papers p ON p.pk = d.paper_pk"
@@ -61,7 +63,7 @@ class DeliveryRepo:
             " AND d.next_attempt_at <= ? ORDER BY d.created_at, p.published, d.id",
             (channel_id, mode, *statuses, to_ts(now) if now is not None else 2**62),
         )
-        return [_pending(r) for r in rows]
+        return await with_card_topics(self.db, [_pending(r) for r in rows])
 
     async def in_flight(self, *, console: bool = False) -> list[PendingDelivery]:
         """Deliveries claimed for sending when the process stopped: sent or not, nobody knows yet."""
@@ -140,6 +142,6 @@ def _pending(row: aiosqlite.Row) -> PendingDelivery:
         mode=row["d_mode"],
         status=row["d_status"],
         attempts=row["d_attempts"],
-        paper=paper_from_row(row),
+        paper=paper_from_row(row, headline_from(row, row["arxiv_id"])),
         topics=tuple(names.split("\x1f")) if names else (),
     )

@@ -8,7 +8,8 @@ from datetime import UTC, datetime
 
 import aiosqlite
 
-from bot.models import Author, Paper, UpsertResult
+from bot.models import Announcement, Author, Paper, UpsertResult
+from bot.store.announcements import HEADLINE, headline_from
 from bot.store.database import Database
 
 DAY = 86_400
@@ -16,15 +17,16 @@ _CHUNK = 500  # SQLite's default limit on host parameters is 32766; stay well be
 
 _COLUMNS = (
     "arxiv_id, version, title, abstract, authors, authors_json, primary_category, categories, "
-    "published, updated, comment, journal_ref, doi, authors_omitted"
+    "published, updated, comment, journal_ref, doi, authors_omitted, provisional"
 )
-_INSERT = f"INSERT INTO papers ({_COLUMNS}, first_seen, last_changed) VALUES ({', '.join('?' * 16)})"
+_INSERT = f"INSERT INTO papers ({_COLUMNS}, first_seen, last_changed) VALUES ({', '.join('?' * 17)})"
 # published keeps the earliest value seen: the v1 submission time. A source that knows only announcement
-# dates (RSS) must not move a paper forward in time, which would move it between momentum windows.
+# dates (RSS) must not move a paper forward in time, which would move it between momentum windows; the v1
+# time, once a full copy brings it, moves a provisional date back (and the paper's topic matches with it).
 _UPDATE = (
     "UPDATE papers SET version = ?, title = ?, abstract = ?, authors = ?, authors_json = ?, "
     "primary_category = ?, categories = ?, published = MIN(published, ?), updated = ?, comment = ?, journal_ref = ?, doi = ?, "
-    "authors_omitted = ?, last_changed = ? WHERE arxiv_id = ?"
+    "authors_omitted = ?, provisional = ?, last_changed = ? WHERE arxiv_id = ?"
 )
 _LINK_CATEGORIES = (
     "INSERT OR IGNORE INTO paper_categories (category, published, paper_pk) "
@@ -33,15 +35,22 @@ _LINK_CATEGORIES = (
 
 
 def paper_filter(
-    *, topic_id: int | None = None, categories: Sequence[str] = (), since: datetime | None = None
+    *,
+    topic_id: int | None = None,
+    including: Sequence[int] = (),
+    categories: Sequence[str] = (),
+    since: datetime | None = None,
 ) -> tuple[str, list[object]]:
-    """SQL conditions on papers aliased `p` (" AND ..." each, or "") and their parameters: matched by a topic,
-    of any of the categories, submitted since a time."""
+    """SQL conditions on papers aliased `p` (" AND ..." each, or "") and their parameters: matched by a topic
+    (or one of the topics `including` adds to it), of any of the categories, submitted since a time."""
     clauses: list[str] = []
     params: list[object] = []
     if topic_id is not None:
-        clauses.append("p.pk IN (SELECT paper_pk FROM topic_matches WHERE topic_id = ?)")
-        params.append(topic_id)
+        ids = [topic_id, *including]
+        clauses.append(
+            f"p.pk IN (SELECT paper_pk FROM topic_matches WHERE topic_id IN ({','.join('?' * len(ids))}))"
+        )
+        params.extend(ids)
     if categories:
         marks = ",".join("?" * len(categories))
         clauses.append(f"p.pk IN (SELECT paper_pk FROM paper_categories WHERE category IN ({marks}))")
@@ -76,10 +85,11 @@ def _paper_values(paper: Paper) -> tuple[object, ...]:
         paper.journal_ref,
         paper.doi,
         paper.authors_omitted,
+        int(paper.provisional),
     )
 
 
-def paper_from_row(row: aiosqlite.Row) -> Paper:
+def paper_from_row(row: aiosqlite.Row, announced: Announcement | None = None) -> Paper:
     return Paper(
         arxiv_id=row["arxiv_id"],
         version=row["version"],
@@ -94,6 +104,8 @@ def paper_from_row(row: aiosqlite.Row) -> Paper:
         journal_ref=row["journal_ref"],
         doi=row["doi"],
         authors_omitted=row["authors_omitted"],
+        provisional=bool(row["provisional"]),
+        announced=announced,
     )
 
 
@@ -102,24 +114,51 @@ def _chunks(items: Sequence[str], size: int = _CHUNK) -> Iterable[Sequence[str]]
         yield items[i : i + size]
 
 
-def _is_newer(paper: Paper, version: int, updated: int) -> bool:
-    return paper.version > version or (paper.version == version and to_ts(paper.updated) > updated)
+Stored = tuple[int, bool, int]  # what decides whether a copy is newer: (version, provisional, updated)
+
+
+def _stored(paper: Paper) -> Stored:
+    return paper.version, paper.provisional, to_ts(paper.updated)
+
+
+def _is_newer(paper: Paper, stored: Stored) -> bool:
+    """A higher version is newer. Of one version, a full copy beats a provisional one whatever their times (an
+    RSS copy is dated by its announcement, after the version's own time), then the later copy wins."""
+    version, provisional, updated = stored
+    if paper.version != version:
+        return paper.version > version
+    if paper.provisional != provisional:
+        return provisional
+    return to_ts(paper.updated) > updated
 
 
 class PaperRepo:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def stored_versions(self, arxiv_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
-        """arxiv_id -> (version, updated) for the ids already stored."""
-        found: dict[str, tuple[int, int]] = {}
+    async def stored_versions(self, arxiv_ids: Sequence[str]) -> dict[str, Stored]:
+        """arxiv_id -> (version, provisional, updated) for the ids already stored."""
+        found: dict[str, Stored] = {}
         for chunk in _chunks(list(dict.fromkeys(arxiv_ids))):
             rows = await self.db.fetchall(
-                f"SELECT arxiv_id, version, updated FROM papers WHERE arxiv_id IN ({','.join('?' * len(chunk))})",
+                "SELECT arxiv_id, version, provisional, updated FROM papers"
+                f" WHERE arxiv_id IN ({','.join('?' * len(chunk))})",
                 chunk,
             )
-            found.update({r["arxiv_id"]: (r["version"], r["updated"]) for r in rows})
+            found.update({r["arxiv_id"]: (r["version"], bool(r["provisional"]), r["updated"]) for r in rows})
         return found
+
+    async def stored_ids(self, arxiv_ids: Sequence[str]) -> set[str]:
+        return set(await self.stored_versions(arxiv_ids))
+
+    async def provisional(self, *, since: datetime, limit: int) -> list[str]:
+        """Ids of provisional papers written since `since`, those waiting longest first."""
+        rows = await self.db.fetchall(
+            "SELECT arxiv_id FROM papers WHERE provisional = 1 AND last_changed >= ?"
+            " ORDER BY last_changed, pk LIMIT ?",
+            (to_ts(since), limit),
+        )
+        return [r[0] for r in rows]
 
     async def upsert(self, papers: Iterable[Paper], *, seen_at: datetime) -> UpsertResult:
         """Store papers in one transaction: new ids are inserted, newer versions update the row (keeping
@@ -127,7 +166,7 @@ class PaperRepo:
         latest: dict[str, Paper] = {}
         for paper in papers:
             held = latest.get(paper.arxiv_id)
-            if held is None or _is_newer(paper, held.version, to_ts(held.updated)):
+            if held is None or _is_newer(paper, _stored(held)):
                 latest[paper.arxiv_id] = paper
         if not latest:
             return UpsertResult()
@@ -135,7 +174,7 @@ class PaperRepo:
         async with self.db.transaction() as conn:
             stored = await self.stored_versions(list(latest))
             new = [p for aid, p in latest.items() if aid not in stored]
-            changed = [p for aid, p in latest.items() if aid in stored and _is_newer(p, *stored[aid])]
+            changed = [p for aid, p in latest.items() if aid in stored and _is_newer(p, stored[aid])]
             await conn.executemany(_INSERT, [(*_paper_values(p), now, now) for p in new])
             if changed:
                 await conn.executemany(_UPDATE, [(*_paper_values(p)[1:], now, p.arxiv_id) for p in changed])
@@ -153,8 +192,10 @@ class PaperRepo:
         )
 
     async def get(self, arxiv_id: str) -> Paper | None:
-        row = await self.db.fetchone("SELECT * FROM papers WHERE arxiv_id = ?", (arxiv_id,))
-        return paper_from_row(row) if row else None
+        row = await self.db.fetchone(
+            f"SELECT p.*, {HEADLINE} FROM papers p WHERE p.arxiv_id = ?", (arxiv_id,)
+        )
+        return paper_from_row(row, headline_from(row, arxiv_id)) if row else None
 
     async def get_many(self, arxiv_ids: Sequence[str]) -> list[Paper]:
         """Papers in the order asked, skipping ids not stored."""

@@ -19,12 +19,13 @@ Contracts every implementation keeps:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Protocol, Self
 
 from bot.models import (
+    Announcement,
     BackfillWindow,
     Follow,
     Mode,
@@ -46,13 +47,23 @@ class TopicNameTaken(Exception):
 
 class PaperRepository(Protocol):
     async def upsert(self, papers: Iterable[Paper], *, seen_at: datetime) -> UpsertResult:
-        """Store papers in one transaction. A new id is inserted, first seen at `seen_at`; a newer version
-        (higher, or the same updated later) replaces the stored one but keeps its first-seen time and the
-        earliest `published` ever stored; an older or identical copy changes nothing. Of several copies of one
-        id in a batch, the newest counts. Idempotent: the same papers again are all reported unchanged."""
+        """Store papers in one transaction. A new id is inserted, first seen at `seen_at`; a newer copy replaces
+        the stored one but keeps its first-seen time and the earliest `published` ever stored (the paper's
+        topic matches move with it); an older or identical copy changes nothing. Newer: a higher version; of
+        the same version, a full copy over a provisional one (`Paper.provisional`) whatever their times, else
+        the one updated later. Of several copies of one id in a batch, the newest counts. Idempotent: the same
+        papers again are all reported unchanged."""
 
     async def get(self, arxiv_id: str) -> Paper | None:
-        """The stored version of a paper (by base id), every field as it was given; None if not stored."""
+        """The stored version of a paper (by base id), every field as it was given, with `announced` filled in
+        when an announcement of this version is recorded; None if not stored."""
+
+    async def stored_ids(self, arxiv_ids: Sequence[str]) -> set[str]:
+        """Those of the (base) ids that are stored."""
+
+    async def provisional(self, *, since: datetime, limit: int) -> list[str]:
+        """Ids of provisional papers (stored from an announcement feed, waiting for a full copy) last written
+        since `since`, those waiting longest first, at most `limit`."""
 
     async def first_seen(self, arxiv_id: str) -> datetime | None:
         """When the paper was first stored (a new version does not move it); None if not stored."""
@@ -84,15 +95,28 @@ class SearchRepository(Protocol):
         fts: str | None,
         *,
         topic_id: int | None = None,
+        including: Sequence[int] = (),
         categories: Sequence[str] = (),
         since: datetime | None = None,
         limit: int = 200,
         offset: int = 0,
     ) -> list[SearchHit]:
-        """Papers passing the prefilter (and matched by the topic, of any of the categories, submitted since),
+        """Papers passing the prefilter (and matched by the topic or one of the topics `including` adds to it,
+        of any of the categories, submitted since),
         best first by relevance with title hits weighing most (newest first when `fts` is None), from the
         `offset`-th on, at most `limit`. Each hit's snippet is an excerpt of the abstract with the matched words
         between HIGHLIGHT_START and HIGHLIGHT_END. Raises ValueError for a negative limit or offset."""
+
+
+class AnnouncementRepository(Protocol):
+    async def record(self, announcements: Sequence[Announcement], at: datetime) -> int:
+        """Remember how arXiv announced stored papers, per (paper, category), meant for the transaction that
+        stores them; announcements of papers not stored are dropped. The newest version wins and the first
+        sighting of a version stays, so a feed serving an old batch again changes nothing. Returns how many
+        were written or moved on. Idempotent."""
+
+    async def of_paper(self, arxiv_id: str) -> list[Announcement]:
+        """The recorded announcement of each category of a paper, by category."""
 
 
 class SourceRepository(Protocol):
@@ -150,6 +174,10 @@ class BackfillRepository(Protocol):
 
 
 class TopicRepository(Protocol):
+    """Topics and their matches. Topics form a tree (`TopicRow.parent_id`, checked by the caller with
+    bot.topics.hierarchy); matches are stored for the closure: a topic holds its own query's matches and,
+    marked as held through a descendant, those of its descendants of the same owner (catalog or one server)."""
+
     async def save(
         self, *, guild_id: int, slug: str, name: str, description: str, query: str, at: datetime
     ) -> tuple[TopicRow, bool]:
@@ -158,14 +186,25 @@ class TopicRepository(Protocol):
         Saving an unchanged topic writes nothing (the catalog is saved at every start)."""
 
     async def create(
-        self, *, guild_id: int, name: str, description: str, query: str, at: datetime
+        self,
+        *,
+        guild_id: int,
+        name: str,
+        description: str,
+        query: str,
+        at: datetime,
+        parent_id: int | None = None,
     ) -> TopicRow:
-        """A new topic of a server, its slug the name's `topic_key`. Never replaces a topic: raises
-        TopicNameTaken when the server has one whose name has the same key."""
+        """A new topic of a server (under `parent_id`, if given), its slug the name's `topic_key`. Never
+        replaces a topic: raises TopicNameTaken when the server has one whose name has the same key."""
 
     async def change(self, topic_id: int, *, query: str, at: datetime) -> tuple[TopicRow, bool]:
         """A new query for a topic, and whether it differs from the old one; when it does, the recorded
         matches are dropped (the caller matches the history again). Raises LookupError for an unknown id."""
+
+    async def set_parent(self, topic_id: int, parent_id: int | None, at: datetime) -> bool:
+        """Put a topic under another (None: at the top) and return whether that moved it. Matches are not
+        touched (see rebuild_inherited). Raises LookupError for an unknown topic."""
 
     async def get(self, topic_id: int) -> TopicRow | None:
         """A topic by id; None if there is none."""
@@ -193,11 +232,21 @@ class TopicRepository(Protocol):
         """Every topic, catalog and servers', by id."""
 
     async def delete(self, topic_id: int) -> None:
-        """Delete a topic with its matches and follows. Idempotent."""
+        """Delete a topic with its matches and follows; its children move to the top. Idempotent."""
 
-    async def add_matches(self, pairs: Sequence[tuple[int, str]], at: datetime) -> int:
-        """Record (topic id, arxiv id) matches and return how many were new. Idempotent: a recorded match
-        stays as it was; a pair naming a deleted topic or an unstored paper is dropped."""
+    async def add_matches(
+        self, pairs: Sequence[tuple[int, str]], at: datetime, *, through: Sequence[tuple[int, str]] = ()
+    ) -> int:
+        """Record (topic id, arxiv id) matches of the topics' own queries and, from `through`, matches an
+        ancestor holds through a descendant, in one transaction; return how many own matches were new.
+        Idempotent: a recorded match stays as it was, except that one held through a descendant becomes the
+        topic's own when its own query matches too; a pair naming a deleted topic or an unstored paper is
+        dropped."""
+
+    async def rebuild_inherited(self, topic_id: int, descendants: Sequence[int], at: datetime) -> None:
+        """Make the matches a topic holds through descendants exactly the own matches of `descendants` (its
+        descendants of the same owner), after one of them changed query, place or was deleted. Its own
+        matches stay. One transaction; no query is evaluated."""
 
     async def matched_ids(self, topic_id: int) -> list[str]:
         """The arXiv ids of the topic's matched papers, in no particular order (what its scorer learns from)."""
@@ -206,18 +255,26 @@ class TopicRepository(Protocol):
         """The topic's matched papers submitted (v1) in [start, end)."""
 
     async def counts_between(
-        self, topic_ids: Sequence[int], bounds: Sequence[datetime]
+        self,
+        topic_ids: Sequence[int],
+        bounds: Sequence[datetime],
+        *,
+        including: Mapping[int, Sequence[int]] | None = None,
     ) -> dict[int, list[int]]:
         """Matches of each topic in each window between consecutive ascending `bounds` ([b0, b1), [b1, b2),
         ...), by v1 submission time, in one round trip whatever the number of topics; a topic without matches
-        gets zeros. Raises ValueError for fewer than two bounds."""
+        gets zeros. A topic's count also takes, each paper once, the papers of the topics `including` lists
+        for it. Raises ValueError for fewer than two bounds."""
 
     async def followed_in(self, guild_id: int) -> list[TopicRow]:
         """The topics some channel of a server follows, each once, ordered by folded name."""
 
-    async def latest_papers(self, topic_id: int, limit: int, offset: int = 0) -> list[Paper]:
-        """The topic's matched papers, newest submission first, from the `offset`-th on, at most `limit`.
-        Raises ValueError for a negative limit or offset."""
+    async def latest_papers(
+        self, topic_id: int, limit: int, offset: int = 0, *, including: Sequence[int] = ()
+    ) -> list[Paper]:
+        """The topic's matched papers (with, each once, those of the topics `including` names), newest
+        submission first, from the `offset`-th on, at most `limit`. Raises ValueError for a negative limit or
+        offset."""
 
     async def count_candidates(
         self, fts: str | None, *, categories: Sequence[str] = (), since: datetime | None = None, cap: int
@@ -288,7 +345,9 @@ class DeliveryRepository(Protocol):
         self, channel_id: int, *, mode: Mode, now: datetime | None, statuses: Sequence[str] = ("pending",)
     ) -> list[PendingDelivery]:
         """A channel's rows of this mode and these statuses due by `now` (any, when None), in announcement
-        order: when queued, then submission time."""
+        order: when queued, then submission time. Each paper is the stored version, with `announced` filled in
+        as `PaperRepository.get` fills it (the card says how arXiv announced it), and names the topics its card
+        shows: the most specific topics the paper matched at or below the followed topics it stands for."""
 
     async def in_flight(self, *, console: bool = False) -> list[PendingDelivery]:
         """Rows claimed for sending when the process stopped ('sending'): sent or not, nobody knows yet."""
@@ -342,6 +401,9 @@ class Store(Protocol):
 
     @property
     def search(self) -> SearchRepository: ...
+
+    @property
+    def announcements(self) -> AnnouncementRepository: ...
 
     def transaction(self) -> AbstractAsyncContextManager[object]:
         """One write transaction across repositories (e.g. papers and the deliveries they cause): committed

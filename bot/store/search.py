@@ -22,6 +22,7 @@ class SearchRepo:
         fts: str | None,
         *,
         topic_id: int | None = None,
+        including: Sequence[int] = (),
         categories: Sequence[str] = (),
         since: datetime | None = None,
         limit: int = 200,
@@ -29,10 +30,13 @@ class SearchRepo:
     ) -> list[SearchHit]:
         """Best matches first (newest first when there is no text to rank by), from the `offset`-th on.
         Callers confirm each hit with the query's exact evaluator: FTS5 is a prefilter that may return more
-        (an ANDNOT part, an id or a category prefix are left to the evaluator)."""
+        (an ANDNOT part, an id or a category prefix are left to the evaluator). `including`: topics whose
+        papers count as the topic's too (a server's own topics under a catalog topic)."""
         if limit < 0 or offset < 0:  # SQLite reads LIMIT -1 as "no limit"
             raise ValueError(f"limit and offset must not be negative (got {limit}, {offset})")
-        where, params = paper_filter(topic_id=topic_id, categories=categories, since=since)
+        where, params = paper_filter(
+            topic_id=topic_id, including=including, categories=categories, since=since
+        )
         if fts is None:
             rows = await self.db.fetchall(
                 f"SELECT p.*, substr(p.abstract, 1, 240) AS snip FROM papers p WHERE 1{where}"

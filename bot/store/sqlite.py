@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Self
 
 from bot.clock import Clock, SystemClock
+from bot.store.announcements import AnnouncementRepo
 from bot.store.database import Database
 from bot.store.deliveries import DeliveryRepo
 from bot.store.follows import FollowRepo
@@ -27,6 +28,7 @@ class SqliteStore:
         self.follows = FollowRepo(self.db)
         self.deliveries = DeliveryRepo(self.db)
         self.search = SearchRepo(self.db)
+        self.announcements = AnnouncementRepo(self.db)
 
     @classmethod
     async def open(cls, path: Path | str, clock: Clock | None = None) -> SqliteStore:

@@ -7,18 +7,23 @@ key as its slug, so the database keeps keys unique per server.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from itertools import pairwise
 
-from bot.models import CATALOG_GUILD, Paper, TopicRow, find_named, fold_name, topic_key
+import aiosqlite
+
+from bot.models import CATALOG_GUILD, Paper, PendingDelivery, TopicRow, find_named, fold_name, topic_key
 from bot.store.database import Database
 from bot.store.papers import paper_filter, paper_from_row, to_ts
 from bot.store.protocol import TopicNameTaken
+from bot.topics.hierarchy import Hierarchy
 
 
-def _topic(row: object) -> TopicRow:
-    return TopicRow(row["id"], row["guild_id"], row["slug"], row["name"], row["description"], row["query"])  # type: ignore[index]
+def _topic(row: aiosqlite.Row) -> TopicRow:
+    fields = ("id", "guild_id", "slug", "name", "description", "query", "parent_id")
+    return TopicRow(*(row[name] for name in fields))
 
 
 class TopicRepo:
@@ -54,22 +59,30 @@ class TopicRepo:
             row = await self.db.fetchone(
                 "SELECT * FROM topics WHERE guild_id = ? AND slug = ?", (guild_id, slug)
             )
+            assert row is not None  # just written
             changed = before is None or before["query"] != query
             if changed and before is not None:
-                await conn.execute("DELETE FROM topic_matches WHERE topic_id = ?", (row["id"],))  # type: ignore[index]
+                await conn.execute("DELETE FROM topic_matches WHERE topic_id = ?", (row["id"],))
         return _topic(row), changed
 
     async def create(
-        self, *, guild_id: int, name: str, description: str, query: str, at: datetime
+        self,
+        *,
+        guild_id: int,
+        name: str,
+        description: str,
+        query: str,
+        at: datetime,
+        parent_id: int | None = None,
     ) -> TopicRow:
         """A new topic of a server, its slug the name's key. Never replaces a topic: raises TopicNameTaken
         when the server has one whose name has the same key."""
         try:
             async with self.db.transaction() as conn:
                 cursor = await conn.execute(
-                    "INSERT INTO topics (guild_id, slug, name, description, query, created_at, updated_at)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (guild_id, topic_key(name), name, description, query, to_ts(at), to_ts(at)),
+                    "INSERT INTO topics (guild_id, slug, name, description, query, created_at, updated_at,"
+                    " parent_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (guild_id, topic_key(name), name, description, query, to_ts(at), to_ts(at), parent_id),
                 )
                 topic_id = cursor.lastrowid
         except sqlite3.IntegrityError:
@@ -94,6 +107,22 @@ class TopicRepo:
         changed = await self.get(topic_id)
         assert changed is not None
         return changed, True
+
+    async def set_parent(self, topic_id: int, parent_id: int | None, at: datetime) -> bool:
+        """Put a topic under another (None: at the top); returns whether that moved it. The caller checks the
+        tree (bot/topics/hierarchy.py) and recomputes the rows ancestors hold through it (rebuild_inherited).
+        Raises LookupError for an unknown topic."""
+        async with self.db.transaction() as conn:
+            before = await self.get(topic_id)
+            if before is None:
+                raise LookupError(f"no topic {topic_id}")
+            if before.parent_id == parent_id:
+                return False
+            await conn.execute(
+                "UPDATE topics SET parent_id = ?, updated_at = ? WHERE id = ?",
+                (parent_id, to_ts(at), topic_id),
+            )
+        return True
 
     async def get(self, topic_id: int) -> TopicRow | None:
         row = await self.db.fetchone("SELECT * FROM topics WHERE id = ?", (topic_id,))
@@ -151,20 +180,53 @@ class TopicRepo:
     async def delete(self, topic_id: int) -> None:
         await self.db.execute("DELETE FROM topics WHERE id = ?", (topic_id,))
 
-    async def add_matches(self, pairs: Sequence[tuple[int, str]], at: datetime) -> int:
-        """Record (topic_id, arxiv_id) matches; already recorded ones are kept as they were, and those of a
-        topic deleted meanwhile (a history match still running when /unfollow deleted it) are dropped."""
-        if not pairs:
+    async def add_matches(
+        self, pairs: Sequence[tuple[int, str]], at: datetime, *, through: Sequence[tuple[int, str]] = ()
+    ) -> int:
+        """Record (topic_id, arxiv_id) matches of the topics' own queries, and (`through`) those an ancestor
+        holds because a descendant's query matched, in one transaction. Returns how many own matches are new.
+        A recorded match stays as it was, except that a row held through a descendant becomes the topic's own;
+        pairs of a topic deleted meanwhile (a history match still running when /unfollow deleted it) are
+        dropped."""
+        if not pairs and not through:
             return 0
         async with self.db.transaction() as conn:
             before = conn.total_changes
             await conn.executemany(
-                "INSERT OR IGNORE INTO topic_matches (topic_id, published, paper_pk, matched_at)"
-                " SELECT t.id, p.published, p.pk, ? FROM papers p JOIN topics t ON t.id = ?"
-                " WHERE p.arxiv_id = ?",
+                "INSERT INTO topic_matches (topic_id, published, paper_pk, matched_at, direct)"
+                " SELECT t.id, p.published, p.pk, ?, 1 FROM papers p JOIN topics t ON t.id = ?"
+                " WHERE p.arxiv_id = ? ON CONFLICT DO UPDATE SET direct = 1 WHERE direct = 0",
                 [(to_ts(at), topic_id, arxiv_id) for topic_id, arxiv_id in pairs],
             )
-            return conn.total_changes - before
+            added = conn.total_changes - before
+            await conn.executemany(
+                "INSERT OR IGNORE INTO topic_matches (topic_id, published, paper_pk, matched_at, direct)"
+                " SELECT t.id, p.published, p.pk, ?, 0 FROM papers p JOIN topics t ON t.id = ?"
+                " WHERE p.arxiv_id = ?",
+                [(to_ts(at), topic_id, arxiv_id) for topic_id, arxiv_id in through],
+            )
+            return added
+
+    async def rebuild_inherited(self, topic_id: int, descendants: Sequence[int], at: datetime) -> None:
+        """Make the rows a topic holds through its descendants exactly the papers their own queries match:
+        after a descendant's query, place or existence changed. No query is evaluated: the descendants' own
+        rows are the truth. The topic's own rows are untouched."""
+        marks = ",".join("?" * len(descendants))
+        async with self.db.transaction() as conn:
+            if not descendants:
+                await conn.execute("DELETE FROM topic_matches WHERE topic_id = ? AND direct = 0", (topic_id,))
+                return
+            await conn.execute(
+                "DELETE FROM topic_matches WHERE topic_id = ? AND direct = 0 AND paper_pk NOT IN"
+                f" (SELECT paper_pk FROM topic_matches WHERE topic_id IN ({marks}) AND direct = 1)",
+                (topic_id, *descendants),
+            )
+            await conn.execute(
+                "INSERT OR IGNORE INTO topic_matches (topic_id, published, paper_pk, matched_at, direct)"
+                f" SELECT ?, published, paper_pk, ?, 0 FROM topic_matches WHERE topic_id IN ({marks})"
+                " AND direct = 1",
+                (topic_id, to_ts(at), *descendants),
+            )
 
     async def matched_ids(self, topic_id: int) -> list[str]:
         rows = await self.db.fetchall(
@@ -181,10 +243,15 @@ class TopicRepo:
         return int(row[0]) if row else 0
 
     async def counts_between(
-        self, topic_ids: Sequence[int], bounds: Sequence[datetime]
+        self,
+        topic_ids: Sequence[int],
+        bounds: Sequence[datetime],
+        *,
+        including: Mapping[int, Sequence[int]] | None = None,
     ) -> dict[int, list[int]]:
         """Matches of each topic in each window between consecutive ascending `bounds` ([b0, b1), [b1, b2),
-        ...), by v1 submission time: one query for any number of topics (a topic without matches gets zeros)."""
+        ...), by v1 submission time: one query for any number of topics (a topic without matches gets zeros).
+        A topic's count also takes, each paper once, the papers of the topics `including` lists for it."""
         if len(bounds) < 2:
             raise ValueError("counting needs at least two bounds")
         counts = {topic_id: [0] * (len(bounds) - 1) for topic_id in topic_ids}
@@ -192,11 +259,23 @@ class TopicRepo:
             return counts
         edges = [to_ts(b) for b in bounds]
         windows = ", ".join("SUM(published >= ? AND published < ?)" for _ in edges[1:])
-        rows = await self.db.fetchall(
-            f"SELECT topic_id, {windows} FROM topic_matches WHERE topic_id IN ({','.join('?' * len(counts))})"
-            " AND published >= ? AND published < ? GROUP BY topic_id",
-            (*(e for pair in pairwise(edges) for e in pair), *counts, edges[0], edges[-1]),
-        )
+        window_params = [e for pair in pairwise(edges) for e in pair]
+        extra = {t: list(including[t]) for t in counts if including and including.get(t)}
+        if not extra:
+            rows = await self.db.fetchall(
+                f"SELECT topic_id, {windows} FROM topic_matches WHERE topic_id IN ({','.join('?' * len(counts))})"
+                " AND published >= ? AND published < ? GROUP BY topic_id",
+                (*window_params, *counts, edges[0], edges[-1]),
+            )
+        else:
+            members = [(t, m) for t in counts for m in (t, *extra.get(t, ()))]
+            rows = await self.db.fetchall(
+                f"WITH members (topic, member) AS (VALUES {','.join(['(?, ?)'] * len(members))})"
+                f" SELECT topic, {windows} FROM (SELECT DISTINCT members.topic AS topic, m.published AS"
+                " published, m.paper_pk FROM members JOIN topic_matches m ON m.topic_id = members.member"
+                " WHERE m.published >= ? AND m.published < ?) GROUP BY topic",
+                (*(x for pair in members for x in pair), *window_params, edges[0], edges[-1]),
+            )
         for row in rows:
             counts[row[0]] = [int(n) for n in tuple(row)[1:]]
         return counts
@@ -208,14 +287,27 @@ class TopicRepo:
         )
         return sorted((_topic(r) for r in rows), key=lambda t: fold_name(t.name))
 
-    async def latest_papers(self, topic_id: int, limit: int, offset: int = 0) -> list[Paper]:
+    async def latest_papers(
+        self, topic_id: int, limit: int, offset: int = 0, *, including: Sequence[int] = ()
+    ) -> list[Paper]:
+        """The topic's papers (and, each once, those of the topics `including` names), newest first."""
         if limit < 0 or offset < 0:  # SQLite reads LIMIT -1 as "no limit"
             raise ValueError(f"limit and offset must not be negative (got {limit}, {offset})")
-        rows = await self.db.fetchall(
-            "SELECT p.* FROM topic_matches m JOIN papers p ON p.pk = m.paper_pk WHERE m.topic_id = ?"
-            " ORDER BY m.published DESC LIMIT ? OFFSET ?",
-            (topic_id, limit, offset),
-        )
+        if not including:
+            rows = await self.db.fetchall(
+                "SELECT p.* FROM topic_matches m JOIN papers p ON p.pk = m.paper_pk WHERE m.topic_id = ?"
+                " ORDER BY m.published DESC LIMIT ? OFFSET ?",
+                (topic_id, limit, offset),
+            )
+        else:
+            ids = [topic_id, *including]
+            rows = await self.db.fetchall(
+                "SELECT p.* FROM (SELECT paper_pk, MAX(published) AS published FROM topic_matches"
+                f" WHERE topic_id IN ({','.join('?' * len(ids))}) GROUP BY paper_pk"
+                " ORDER BY published DESC LIMIT ? OFFSET ?) m JOIN papers p ON p.pk = m.paper_pk"
+                " ORDER BY m.published DESC",
+                (*ids, limit, offset),
+            )
         return [paper_from_row(r) for r in rows]
 
     async def count_candidates(
@@ -259,3 +351,53 @@ class TopicRepo:
                 return
             last_pk = rows[-1]["pk"]
             yield [paper_from_row(r) for r in rows]
+
+
+async def with_card_topics(db: Database, items: list[PendingDelivery]) -> list[PendingDelivery]:
+    """The deliveries with the topics their cards name: of the topics the paper matched (catalog and the
+    server's own), the most specific ones at or below a followed topic the delivery stands for. A channel
+    following RL Post-Training gets "On-Policy Distillation" on a paper of that child. A delivery whose paper
+    matches none of them any more (a query changed since) names its followed topics."""
+    if not items:
+        return items
+    ids = [d.id for d in items]
+    marks = ",".join("?" * len(ids))
+    followed: dict[int, set[int]] = {}
+    for row in await db.fetchall(
+        f"SELECT delivery_id, topic_id FROM delivery_topics WHERE delivery_id IN ({marks})", ids
+    ):
+        followed.setdefault(row[0], set()).add(row[1])
+    arxiv_ids = sorted({d.paper.arxiv_id for d in items})
+    matched: dict[str, set[int]] = {}
+    for row in await db.fetchall(
+        "SELECT p.arxiv_id, m.topic_id FROM topic_matches m JOIN papers p ON p.pk = m.paper_pk"
+        f" WHERE p.arxiv_id IN ({','.join('?' * len(arxiv_ids))})",
+        arxiv_ids,
+    ):
+        matched.setdefault(row[0], set()).add(row[1])
+    guilds = sorted({CATALOG_GUILD, *(d.guild_id for d in items)})
+    rows = [
+        _topic(r)
+        for r in await db.fetchall(
+            f"SELECT * FROM topics WHERE guild_id IN ({','.join('?' * len(guilds))})", guilds
+        )
+    ]
+    trees: dict[int, tuple[Hierarchy[int], dict[int, str]]] = {}
+    named = []
+    for item in items:
+        if item.guild_id not in trees:  # a server sees the catalog and its own topics
+            seen = [t for t in rows if t.guild_id in (CATALOG_GUILD, item.guild_id)]
+            trees[item.guild_id] = (
+                Hierarchy({t.id: t.parent_id for t in seen}),
+                {t.id: t.name for t in seen},
+            )
+        tree, names = trees[item.guild_id]
+        wanted = followed.get(item.id, set())
+        below = [
+            t
+            for t in matched.get(item.paper.arxiv_id, set())
+            if t in tree and (t in wanted or wanted.intersection(tree.ancestors(t)))
+        ]
+        shown = tree.most_specific(below) or [t for t in wanted if t in names]
+        named.append(replace(item, topics=tuple(sorted(names[t] for t in shown))))
+    return named

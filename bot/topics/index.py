@@ -1,10 +1,19 @@
-"""The topic index: every topic's query, kept in step with the store, and what it matches.
+"""The topic index: every topic's query and place in the tree, kept in step with the store, and what it matches.
 
 It syncs the catalog into the store at start, matches new papers as they are stored (the intake calls it inside
 the papers' transaction), and matches a topic's whole history when it is created or its query changes. Reading
 the history for a query is one loop, `confirmed`: the full-text prefilter's candidates, a batch at a time,
 confirmed by the exact evaluator in a worker thread, so a long scan never holds the event loop. History matching,
 /search and the CLI's `match` all read through it.
+
+The tree (bot/topics/hierarchy.py) is applied when matches are written, not when they are read: a paper that a
+topic's own query matches is stored for that topic and for each ancestor of the same owner (the catalog, or one
+server), marked as held through a descendant. So posts, /latest, /search topic:, /momentum and its share stay
+plain queries over stored rows, and cost what they cost without a tree. When a topic's query, place or existence
+changes, the rows its ancestors hold through it are recomputed from the stored own matches (no query is evaluated
+again). A server's own topic under a catalog topic leaves the catalog topic's rows alone, so other servers see
+the catalog as it is: inside that server the catalog topic counts it at read time (`within`) and its follows
+there receive its papers (`PaperMatches.in_server`).
 """
 
 from __future__ import annotations
@@ -12,15 +21,17 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
-from collections.abc import AsyncGenerator, AsyncIterable, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterable, Callable, Iterable, Iterator, Sequence
 from contextlib import aclosing, contextmanager
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TypeVar
 
 from bot.clock import Clock
-from bot.models import Paper, UpsertResult
+from bot.models import CATALOG_GUILD, Paper, TopicRow, UpsertResult
 from bot.store import Store
-from bot.topics.catalog import CatalogTopic
+from bot.topics.catalog import CatalogError, CatalogTopic
+from bot.topics.hierarchy import Hierarchy, HierarchyError
 from bot.topics.matcher import Matcher
 from bot.topics.query import PaperText, TopicQuery, parse_query
 
@@ -72,17 +83,53 @@ def _itself(paper: Paper) -> Paper:
     return paper
 
 
+@dataclass(frozen=True)
+class PaperMatches:
+    """What new papers matched, by arXiv id: `topics`, the topics that now hold each paper (their own query
+    matched it, or a descendant's of the same owner did: the stored rows); `in_server`, (catalog topic, server)
+    pairs for a paper of a server's own topic under a catalog topic: it counts for that catalog topic in that
+    server only, so that server's follows of the catalog topic receive it and no other server's do."""
+
+    topics: dict[str, set[int]] = field(default_factory=dict)
+    in_server: dict[str, set[tuple[int, int]]] = field(default_factory=dict)
+
+
+def check_catalog_tree(catalog: Sequence[CatalogTopic], earlier: Sequence[TopicRow]) -> None:
+    """Check the catalog's tree by slug as it will be once this list is stored: its topics' parents, and those
+    of catalog topics stored by earlier starts and left out of it. Raises CatalogError naming a topic whose
+    parent is no catalog topic, is itself, or makes a cycle."""
+    slugs = {row.id: row.slug for row in earlier}
+    parents = {row.slug: slugs.get(row.parent_id) if row.parent_id is not None else None for row in earlier}
+    names = {row.slug: row.name for row in earlier}
+    for topic in catalog:
+        parents[topic.slug] = topic.parent
+        names[topic.slug] = topic.name
+    try:
+        Hierarchy(parents)
+    except HierarchyError as exc:
+        slug = str(exc.topic)
+        raise CatalogError(
+            f"topic {names[slug]!r} (slug {slug!r}) {exc.problem}: a parent is another catalog topic's slug, and "
+            "no topic may be its own ancestor"
+        ) from None
+
+
 class TopicIndex:
-    """Topic id -> query for every stored topic, with the matcher that fans new papers out to them."""
+    """Topic id -> query and parent for every stored topic, with the matcher that fans new papers out to them."""
 
     def __init__(self, store: Store, clock: Clock) -> None:
         self.store = store
         self.clock = clock
         self.matcher = Matcher()
         self._queries: dict[int, TopicQuery] = {}
+        self._parents: dict[int, int | None] = {}
+        self._owners: dict[int, int] = {}  # topic id -> its guild (CATALOG_GUILD for the catalog's)
+        self._tree: Hierarchy[int] | None = None
 
     async def start(self, catalog: Sequence[CatalogTopic]) -> None:
-        """Store the catalog (matching the history of topics that are new or changed) and load every topic."""
+        """Store the catalog with its tree, load every topic, match the history of catalog topics that are new
+        or changed, and recompute what their ancestors hold through them. Raises CatalogError naming the topic
+        whose parent is unknown or makes a cycle."""
         for row, slug in await self.store.topics.rekey_legacy():
             log.info(
                 "topic %d (%s) of server %d: slug %r is now %r",
@@ -92,52 +139,143 @@ class TopicIndex:
                 row.slug,
                 slug,
             )
+        earlier = await self.store.topics.own(CATALOG_GUILD)
+        check_catalog_tree(catalog, earlier)  # before anything is written
+        saved: dict[str, TopicRow] = {row.slug: row for row in earlier}
+        changed: list[int] = []
         for topic in catalog:
-            await self._save_catalog(topic)
+            row, is_changed = await self.store.topics.save(
+                guild_id=CATALOG_GUILD,
+                slug=topic.slug,
+                name=topic.name,
+                description=topic.description,
+                query=topic.query.text,
+                at=self.clock.now(),
+            )
+            saved[topic.slug] = row
+            if is_changed:
+                changed.append(row.id)
+        moved: list[int | None] = []  # catalog topics that moved, and their former parents
+        for topic in catalog:
+            row = saved[topic.slug]
+            parent = saved[topic.parent].id if topic.parent is not None else None
+            if await self.store.topics.set_parent(row.id, parent, self.clock.now()):
+                moved += [row.id, row.parent_id]
+        queries = {saved[t.slug].id: t.query for t in catalog}
         for row in await self.store.topics.all():
-            if row.id not in self._queries:
-                self.register(row.id, parse_query(row.query))
-
-    async def _save_catalog(self, topic: CatalogTopic) -> None:
-        row, changed = await self.store.topics.save(
-            guild_id=0,
-            slug=topic.slug,
-            name=topic.name,
-            description=topic.description,
-            query=topic.query.text,
-            at=self.clock.now(),
+            self.register(row, queries[row.id] if row.id in queries else parse_query(row.query))
+        for topic_id in changed:
+            await self.match_history(topic_id, self._queries[topic_id], rebuild=False)
+        await self.rebuild(
+            ancestor
+            for topic_id in [*changed, *moved]
+            if topic_id is not None and topic_id in self._owners
+            for ancestor in self.lineage(topic_id)
         )
-        self.register(row.id, topic.query)
-        if changed:
-            await self.match_history(row.id, topic.query)
 
-    def register(self, topic_id: int, query: TopicQuery) -> None:
+    def register(self, topic: TopicRow, query: TopicQuery) -> None:
         """A topic created or given a new query: new papers are matched against it from now on."""
-        self._queries[topic_id] = query
-        self.matcher.add(topic_id, query)
+        self._queries[topic.id] = query
+        self.matcher.add(topic.id, query)
+        self._owners[topic.id] = topic.guild_id
+        self._parents[topic.id] = topic.parent_id
+        self._tree = None
 
     def forget(self, topic_id: int) -> None:
+        """A deleted topic; its children move to the top, as the store moves them."""
         self._queries.pop(topic_id, None)
+        self._owners.pop(topic_id, None)
         self.matcher.remove(topic_id)
+        self._parents.pop(topic_id, None)
+        for child, parent in self._parents.items():
+            if parent == topic_id:
+                self._parents[child] = None
+        self._tree = None
 
     def query(self, topic_id: int) -> TopicQuery | None:
         """The query of a topic, or None for a topic deleted meanwhile."""
         return self._queries.get(topic_id)
 
+    # ---- the tree ------------------------------------------------------------------------------------------
+
+    @property
+    def tree(self) -> Hierarchy[int]:
+        """Every known topic by id, catalog and servers'. Raises HierarchyError when the links are broken."""
+        if self._tree is None:
+            self._tree = Hierarchy(dict(self._parents))
+        return self._tree
+
+    def lineage(self, topic_id: int) -> list[int]:
+        """The topic and its ancestors of the same owner: the topics that hold a paper its query matches."""
+        owner = self._owners[topic_id]
+        found = [topic_id]
+        for ancestor in self.tree.ancestors(topic_id):
+            if self._owners[ancestor] != owner:
+                break  # a server's own topic under a catalog topic: the catalog's rows stay the catalog's
+            found.append(ancestor)
+        return found
+
+    def catalog_ancestors(self, topic_id: int) -> list[int]:
+        """For a server's own topic, the catalog topics above it (it counts for them in its server only)."""
+        if self._owners[topic_id] == CATALOG_GUILD:
+            return []
+        return [a for a in self.tree.ancestors(topic_id) if self._owners[a] == CATALOG_GUILD]
+
+    def within(self, topic_id: int, guild_id: int) -> list[int]:
+        """The topics whose papers count as this topic's in a server, besides its own rows: for a catalog
+        topic, the server's own topics below it ([] otherwise: stored rows already hold the rest)."""
+        if guild_id == CATALOG_GUILD or self._owners.get(topic_id) != CATALOG_GUILD:
+            return []
+        return [
+            t for t, owner in self._owners.items() if owner == guild_id and topic_id in self.tree.ancestors(t)
+        ]
+
+    def same_owner_descendants(self, topic_id: int) -> list[int]:
+        owner = self._owners[topic_id]
+        return [d for d in self.tree.descendants(topic_id) if self._owners[d] == owner]
+
+    async def rebuild(self, topic_ids: Iterable[int]) -> None:
+        """Recompute what each topic holds through its descendants (each once, known topics only)."""
+        for topic_id in dict.fromkeys(topic_ids):
+            if topic_id in self._owners:
+                await self.store.topics.rebuild_inherited(
+                    topic_id, self.same_owner_descendants(topic_id), self.clock.now()
+                )
+
+    async def move(self, topic_id: int, parent_id: int | None) -> None:
+        """A topic the store has put under `parent_id` (None: at the top): its old and new ancestors' rows
+        follow. The caller checked the move (no cycle)."""
+        before = self.lineage(topic_id)[1:]
+        self._parents[topic_id] = parent_id
+        self._tree = None
+        await self.rebuild([*before, *self.lineage(topic_id)[1:]])
+
     # ---- new papers ----------------------------------------------------------------------------------------
 
-    async def record_matches(self, result: UpsertResult, papers: Sequence[Paper]) -> dict[str, set[int]]:
-        """Inside the papers' transaction: match those that are new or have a new version, record the matches,
-        and return them (arxiv_id -> topic ids). Returned, not kept here: a /paper lookup may store a paper
-        while a poll is between its two steps."""
+    async def record_matches(self, result: UpsertResult, papers: Sequence[Paper]) -> PaperMatches:
+        """Inside the papers' transaction: match those that are new or have a new version, record the matches
+        for the closure (each topic's lineage), and return them. Returned, not kept here: a /paper lookup may
+        store a paper while a poll is between its two steps."""
         changed = set(result.new) | set(result.updated)
-        matches = self.matcher.match_many(p for p in papers if p.arxiv_id in changed)
-        pairs = [(topic_id, arxiv_id) for arxiv_id, ids in matches.items() for topic_id in sorted(ids)]
-        await self.store.topics.add_matches(pairs, self.clock.now())
-        return matches
+        direct = self.matcher.match_many(p for p in papers if p.arxiv_id in changed)
+        found = PaperMatches()
+        own: list[tuple[int, str]] = []
+        through: set[tuple[int, str]] = set()
+        for arxiv_id, ids in direct.items():
+            held = found.topics.setdefault(arxiv_id, set())
+            for topic_id in sorted(ids):
+                own.append((topic_id, arxiv_id))
+                lineage = self.lineage(topic_id)
+                held.update(lineage)
+                through.update((a, arxiv_id) for a in lineage[1:])
+                guild = self._owners[topic_id]
+                for catalog_topic in self.catalog_ancestors(topic_id):
+                    found.in_server.setdefault(arxiv_id, set()).add((catalog_topic, guild))
+        await self.store.topics.add_matches(own, self.clock.now(), through=sorted(through - set(own)))
+        return found
 
     def topics_matching(self, paper: Paper) -> set[int]:
-        """Ids of the topics whose query matches the paper now."""
+        """Ids of the topics whose own query matches the paper now."""
         return self.matcher.match(paper)
 
     # ---- the history ---------------------------------------------------------------------------------------
@@ -164,20 +302,30 @@ class TopicIndex:
             async for _checked, papers in confirming:
                 yield papers
 
-    async def match_history(self, topic_id: int, query: TopicQuery, since: datetime | None = None) -> int:
-        """Record every stored paper the query matches, each batch's matches in a short transaction; returns the
-        matches added. Stops early when the topic gets another query or is deleted meanwhile: that change
-        matches the history itself."""
+    async def match_history(
+        self, topic_id: int, query: TopicQuery, since: datetime | None = None, *, rebuild: bool = True
+    ) -> int:
+        """Record every stored paper the query matches, for the topic and its lineage, each batch's matches in
+        a short transaction; returns the topic's own matches added. Then (with `rebuild`) the topic's rows held
+        through its descendants and its ancestors' rows held through it are recomputed. Stops early when the
+        topic gets another query or is deleted meanwhile: that change matches the history itself."""
         registered = topic_id in self._queries
         added = 0
+        complete = True
         async with aclosing(self.history(query, since=since)) as confirming:
             async for papers in confirming:
                 current = self._queries.get(topic_id)
                 if current != query and (current is not None or registered):
                     log.debug("topic %d changed during its history match: stopped", topic_id)
+                    complete = False
                     break
+                above = self.lineage(topic_id)[1:] if topic_id in self._owners else []
                 added += await self.store.topics.add_matches(
-                    [(topic_id, p.arxiv_id) for p in papers], self.clock.now()
+                    [(topic_id, p.arxiv_id) for p in papers],
+                    self.clock.now(),
+                    through=[(a, p.arxiv_id) for a in above for p in papers],
                 )
+        if complete and rebuild and topic_id in self._owners:
+            await self.rebuild(self.lineage(topic_id))
         log.debug("topic %d: %d papers of the history match", topic_id, added)
         return added

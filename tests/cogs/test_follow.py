@@ -202,7 +202,9 @@ async def test_follow_catalog_topic_previews_then_posts_only_new_matches(running
     posted = discord.messages(w.papers.id)
     assert (report.sent, again.sent) == (2, 0)
     assert sorted(m["embeds"][0]["url"] for m in posted) == sorted(p.abs_url for p in fresh)
-    assert all(RL in m["embeds"][0]["footer"]["text"] for m in posted)
+    # the cards name the most specific topics matched below the followed one, not the followed one itself
+    footers = [m["embeds"][0]["footer"]["text"] for m in posted]
+    assert all("Group Relative Policy Optimization" in f and RL not in f for f in footers), footers
 
 
 async def test_follow_with_a_new_query_creates_and_later_changes_this_servers_topic(running: Any) -> None:
@@ -541,8 +543,13 @@ async def test_topics_lists_follows_and_unfollow_removes_them(running: Any) -> N
 
     response = await (await invoke(discord, w.guild, w.papers, w.member, "topics")).wait_response()
     assert response["data"]["flags"] & EPHEMERAL
-    [embed] = response["data"]["embeds"]
+    [embed, tree] = response["data"]["embeds"]
     papers_line, other_line = embed["description"].split("\n")  # sorted by channel id, papers first
+    # the tree of topics follows: the followed one in bold, its children indented below it
+    lines = tree["description"].split("\n")
+    rl_at = lines.index(f"**{RL}**")
+    assert lines[rl_at + 1] == "\u2003└ Credit Assignment in RL"  # children by name
+    assert "\u2003\u2003└ Process Reward Models" in lines
     assert f"<#{w.papers.id}>" in papers_line and "each paper" in papers_line and "<t:" in papers_line
     assert (
         f"<#{w.other.id}>" in other_line and "digest 06:00 UTC" in other_line and "no posts yet" in other_line
@@ -582,9 +589,13 @@ async def test_topics_fits_discord_limits_with_many_follows(running: Any) -> Non
             at=NOW,
         )
     response = await (await invoke(discord, w.guild, w.papers, w.admin, "topics")).wait_response()
-    [embed] = response["data"]["embeds"]
+    [embed, tree] = response["data"]["embeds"]
     assert len(embed["description"]) <= 4096
     assert embed["description"].endswith("more") and "60 follows" in embed["footer"]["text"]
+    # the tree gets what is left of Discord's 6000 characters for a message's embeds
+    texts = [e.get(k) or "" for e in (embed, tree) for k in ("title", "description")]
+    assert sum(map(len, texts)) + len(embed["footer"]["text"]) + len(tree["footer"]["text"]) <= 6000
+    assert tree["description"].endswith("more")
     # violations == [] (checked by the fixture) proves the whole message fits Discord's limits
 
 
@@ -636,3 +647,44 @@ def test_follow_message_stays_within_2000_characters_for_the_longest_inputs() ->
     assert len(body) == 500 and "`" not in body  # the whole query, and nothing that closes the block
     assert "@everyone" not in text and text.endswith("Older papers: /latest.")
     assert 0 < sum(paper_compact_line(p) in text for p in papers) < 3  # fewer papers, never a cut one
+
+
+# ---------------------------------------------------------------------------------------------------------
+# parent: a server's own topic in the tree
+
+
+async def test_putting_a_topic_under_a_parent_others_follow_needs_manage_on_their_channels(
+    running: Any,
+) -> None:
+    bot, discord, w = running
+    await public_reply(await invoke(discord, w.guild, w.papers, w.admin, "follow", topic=RL, channel=w.other))
+
+    # the moderator manages #papers only, and #other follows RL Post-Training: what it receives would change
+    refused = await ephemeral_reply(
+        await invoke(
+            discord, w.guild, w.papers, w.moderator, "follow", topic="Okapis", query="ti:okapi", parent=RL
+        )
+    )
+    assert f"<#{w.other.id}>" in refused and "Manage Server" in refused and "parent" in refused
+    assert await bot.services.topics.find(w.guild.id, "Okapis") is None
+    # at the top, the same topic is theirs to create
+    created = await public_reply(
+        await invoke(discord, w.guild, w.papers, w.moderator, "follow", topic="Okapis", query="ti:okapi")
+    )
+    assert "Created this server's topic **Okapis**:" in created
+    # and the admin may place it
+    placed = await public_reply(
+        await invoke(discord, w.guild, w.papers, w.admin, "follow", topic="Okapis", parent=RL)
+    )
+    assert "Put **Okapis** under **RL Post-Training**" in placed and "in this server only" in placed
+
+    choices = await discord.autocomplete(
+        w.guild,
+        w.papers,
+        w.admin,
+        "follow",
+        [{"name": "topic", "value": "Okapis"}, {"name": "parent", "value": "rl po"}],
+    )
+    assert choices[0] == {"name": RL, "value": RL}
+    assert {"name": f"{RL} › Okapis", "value": "Okapis"} in choices
+    assert all(len(c["name"]) <= 100 for c in choices) and len(choices) <= 25

@@ -291,7 +291,9 @@ async def test_paper_not_stored_is_fetched_from_arxiv_stored_and_matched(server:
     card = await answer(interaction)
     assert interaction.callback_type == 5  # deferred while arXiv answers
     assert card["embeds"][0]["url"] == paper.abs_url
-    assert "RL Post-Training" in card["embeds"][0]["footer"]["text"]
+    # the card names the most specific topic it matched; the parent holds it too
+    footer = card["embeds"][0]["footer"]["text"]
+    assert "Group Relative Policy Optimization" in footer and "RL Post-Training" not in footer
     assert await use.history.stored(paper.arxiv_id) == paper
     assert paper in await use.history.latest(topic, 50)
     # Looked up by hand, not announced: the channel following its topic gets no post for it.

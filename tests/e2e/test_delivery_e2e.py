@@ -33,11 +33,18 @@ async def test_poll_posts_exactly_the_matching_papers_once(
         assert (await bot.worker.deliver_once()).sent == 0
         messages = discord.messages(channel.id)
         assert sorted(embed_urls(messages)) == sorted(p.abs_url for p in rl)
-        assert all(m["embeds"][0]["footer"]["text"].startswith("Matched: RL Post-Training") for m in messages)
+        # each card names the most specific topics it matched at or below the followed one
+        assert sorted(m["embeds"][0]["footer"]["text"].split(" • ")[0] for m in messages) == [
+            "Matched: Direct Preference Optimization · RL from Human Feedback · Reward Modeling",
+            "Matched: Group Relative Policy Optimization",
+            "Matched: RL Post-Training",
+            "Matched: RL Post-Training",
+            "Matched: RL with Verifiable Rewards",
+        ]
         assert all(m.get("components") for m in messages)  # Abstract / PDF / HTML buttons
 
 
-async def test_one_post_names_both_followed_topics(
+async def test_one_post_for_a_parent_and_a_child_followed_names_the_child(
     tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv, clock: FakeClock
 ) -> None:
     async with lab_following(tmp_path, discord, arxiv, clock) as (bot, guild, channel):
@@ -47,7 +54,7 @@ async def test_one_post_names_both_followed_topics(
         await bot.worker.deliver_once()
         [message] = discord.messages(channel.id)
         footer = message["embeds"][0]["footer"]["text"]
-        assert "Group Relative Policy Optimization" in footer and "RL Post-Training" in footer
+        assert "Group Relative Policy Optimization" in footer and "RL Post-Training" not in footer
 
 
 async def test_rate_limit_storms_and_server_errors_deliver_everything_once(
@@ -179,5 +186,9 @@ async def test_digest_posts_at_its_hour_within_discords_limits(
         assert report.sent == 12
         messages = discord.messages(channel.id)
         assert [len(m["embeds"]) for m in messages] == [10, 2]
-        assert messages[0]["content"] == "**10 new papers** for RL Post-Training"
+        # the cards (and so the header) name the most specific topics below the followed one
+        assert messages[0]["content"] == (
+            "**10 new papers** for Direct Preference Optimization · Group Relative Policy Optimization · "
+            "RL from Human Feedback · RL with Verifiable Rewards · Reward Modeling"
+        )
         assert sorted(embed_urls(messages)) == sorted(p.abs_url for p in arxiv.papers)

@@ -74,6 +74,7 @@ async def test_sigkill_mid_batch_then_restart_posts_each_paper_once(
         "DISCORD_GATEWAY_URL": discord.gateway_url,
         "DATABASE_PATH": str(db),
         "ARXIV_API_URL": arxiv.url,
+        "ARXIV_RSS_URL": arxiv.rss_url,
         "ARXIV_MIN_INTERVAL_SECONDS": "0",
         "ARXIV_CATEGORIES": "cs.LG cs.AI",
         "POSTS_PER_CHANNEL_PER_CYCLE": "50",

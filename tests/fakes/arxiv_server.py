@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Literal
+from xml.sax.saxutils import escape
+from zoneinfo import ZoneInfo
 
 from aiohttp import web
 
@@ -398,6 +400,37 @@ class FakeArxiv:
         if _not_modified(request, doc):
             return _Reply(304, b"", headers)
         return _Reply(200, doc.body, headers)
+
+
+def rss_feed(
+    items: Iterable[tuple[Paper, str]], *, announced: datetime, built: datetime | None = None
+) -> bytes:
+    """An arXiv RSS announcement feed as rss.arxiv.org writes it: one item per (paper, announce type), every
+    item's pubDate the announcement day's midnight US Eastern (`announced` gives the day), the channel's
+    lastBuildDate `built` (default: that midnight too)."""
+    midnight = datetime(announced.year, announced.month, announced.day, tzinfo=ZoneInfo("America/New_York"))
+    pub = email.utils.format_datetime(midnight)
+    build = email.utils.format_datetime((built or midnight).astimezone(UTC))
+    body = []
+    for paper, kind in items:
+        categories = "".join(f"<category>{escape(c)}</category>" for c in paper.categories)
+        creator = escape(", ".join(a.name for a in paper.authors))
+        body.append(
+            f"<item><title>{escape(paper.title)}</title><link>{paper.abs_url}</link>"
+            f"<description>arXiv:{paper.versioned_id} Announce Type: {kind} \nAbstract: "
+            f"{escape(paper.abstract)}</description>"
+            f'<guid isPermaLink="false">oai:arXiv.org:{paper.versioned_id}</guid>{categories}'
+            f"<pubDate>{pub}</pubDate><arxiv:announce_type>{kind}</arxiv:announce_type>"
+            f"<dc:rights>http://arxiv.org/licenses/nonexclusive-distrib/1.0/</dc:rights>"
+            f"<dc:creator>{creator}</dc:creator></item>"
+        )
+    return (
+        "<?xml version='1.0' encoding='UTF-8'?>\n"
+        '<rss xmlns:arxiv="http://arxiv.org/schemas/atom" xmlns:dc="http://purl.org/dc/elements/1.1/" '
+        'version="2.0"><channel><title>arXiv updates</title><link>http://rss.arxiv.org/rss/</link>'
+        f"<description>updates on arXiv.org</description><lastBuildDate>{build}</lastBuildDate>"
+        f"<pubDate>{pub}</pubDate>{''.join(body)}</channel></rss>"
+    ).encode()
 
 
 def _not_modified(request: web.Request, doc: _RssDoc) -> bool:

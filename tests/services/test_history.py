@@ -8,7 +8,9 @@ from datetime import timedelta
 import pytest
 
 from bot.errors import PaperwatchError
+from bot.models import Paper
 from bot.services.topics import TopicError, TopicLimits
+from bot.topics.catalog import load_catalog
 from bot.topics.query import parse_query
 from tests.factories import BASE_TIME, make_paper
 from tests.services.world import World
@@ -90,3 +92,36 @@ async def test_fetching_a_paper_arxiv_lacks_or_cannot_serve_says_what_to_do(worl
     with pytest.raises(PaperwatchError, match=r"did not answer for 2611\.10001 just now"):
         await history.fetch("2611.10001")
     assert await history.stored("2611.10001") is None
+
+
+async def test_a_catalog_topic_seen_from_a_server_includes_that_servers_own_topics_under_it(
+    world: World,
+) -> None:
+    await world.index.start([t for t in load_catalog() if t.name == "RL Post-Training"])
+    now = world.clock.now()
+    grpo = make_paper(71, title="GRPO for LLM math", abstract="GRPO.", published=now - timedelta(days=3))
+    okapi = make_paper(72, title="Okapi gaits", abstract="Walking.", published=now - timedelta(days=4))
+    both = make_paper(
+        73, title="GRPO for okapi LLM agents", abstract="GRPO.", published=now - timedelta(days=5)
+    )
+    await world.intake.store_papers([grpo, okapi, both], announce=False)
+    use = world.services
+    await use.topics.save_custom(5, "Okapis", "ti:okapi", parent="RL Post-Training")
+    rl = await use.topics.resolve(5, "RL Post-Training")
+
+    def ids(papers: list[Paper]) -> list[str]:
+        return [p.arxiv_id for p in papers]
+
+    # in the server that placed its topic there, the catalog topic holds it too (each paper once) ...
+    assert ids(await use.history.latest(rl, 10, 5)) == [grpo.arxiv_id, okapi.arxiv_id, both.arxiv_id]
+    found = await use.history.search(parse_query("okapi"), topic=rl, guild_id=5)
+    assert sorted(h.paper.arxiv_id for h in found.hits) == [okapi.arxiv_id, both.arxiv_id]
+    assert (await use.momentum.topic(rl, guild_id=5)).current == 3
+    assert await use.history.topic_names(5, both) == ["Okapis"]  # the most specific topic it matched
+    # ... and everywhere else the catalog topic is what the catalog says
+    for guild in (6, 0):
+        assert ids(await use.history.latest(rl, 10, guild)) == [grpo.arxiv_id, both.arxiv_id]
+        assert (await use.momentum.topic(rl, guild_id=guild)).current == 2
+    only = await use.history.search(parse_query("okapi"), topic=rl, guild_id=6)
+    assert [h.paper.arxiv_id for h in only.hits] == [both.arxiv_id]
+    assert await use.history.topic_names(6, both) == ["RL Post-Training"]

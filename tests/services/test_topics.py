@@ -6,14 +6,16 @@ from __future__ import annotations
 import pytest
 
 from bot.clock import FakeClock
-from bot.models import Paper
+from bot.models import Paper, TopicRow
 from bot.services.topics import (
     QueryTooBroad,
     TopicError,
     TopicLimitReached,
+    TopicLimits,
     TopicService,
     UnknownTopic,
     slugify,
+    topic_tree,
 )
 from bot.store import Store
 from bot.topics.catalog import CatalogTopic, load_catalog
@@ -207,11 +209,25 @@ async def test_suggestions_for_what_was_typed_and_an_unknown_name(store: Store, 
     service = topic_service(store, clock)
     await service.index.start([t for t in load_catalog() if t.name in ("RL Post-Training", "Robot Learning")])
     await service.save_custom(1, "Learning Dynamics", "ti:dynamics")
+    await service.save_custom(1, "Reward Shaping Tricks", "ti:shaping", parent="RL Post-Training")
     await service.save_custom(2, "Elsewhere Learning", "ti:elsewhere")
-    # where the text appears first; at the same place the catalog's first; another server's never
-    assert await service.suggest(1, "learn") == ["Learning Dynamics", "Robot Learning"]
-    assert await service.suggest(1, "") == ["RL Post-Training", "Robot Learning", "Learning Dynamics"]
-    assert await service.suggest(1, "rl-post") == ["RL Post-Training"]  # the slug, when the name lacks it
+    # where the text appears first, in the tree ("Parent › Child"), then in the tree's order; another
+    # server's never; a choice's value is the topic's own name
+    shaping = ("RL Post-Training › Reward Shaping Tricks", "Reward Shaping Tricks")
+    assert await service.suggest(1, "learn") == [
+        ("Learning Dynamics", "Learning Dynamics"),
+        ("Robot Learning", "Robot Learning"),
+    ]
+    assert await service.suggest(1, "") == [
+        ("Learning Dynamics", "Learning Dynamics"),
+        ("RL Post-Training", "RL Post-Training"),
+        shaping,
+        ("Robot Learning", "Robot Learning"),
+    ]
+    assert await service.suggest(1, "rl post") == [("RL Post-Training", "RL Post-Training"), shaping]
+    assert await service.suggest(1, "shaping") == [shaping]
+    # the slug, when the name lacks it
+    assert await service.suggest(1, "rl-post") == [("RL Post-Training", "RL Post-Training")]
     assert (await service.resolve(1, "robot  learning")).name == "Robot Learning"
     with pytest.raises(UnknownTopic, match="no topic named “Elsewhere Learning”"):
         await service.resolve(1, "Elsewhere Learning")
@@ -222,3 +238,103 @@ async def test_a_query_too_long_is_refused_with_its_length(store: Store, clock: 
     with pytest.raises(TopicError, match="at most 500 characters; this one has 501"):
         await service.save_custom(1, "Long", "a" * 501)
     assert await service.own(1) == []
+
+
+# ---- a server's own topics in the tree ----------------------------------------------------------------------
+
+
+ZEBRA = make_paper(61, title="Zebra stripes", abstract="Stripes.")
+OKAPI = make_paper(62, title="Okapi diets", abstract="Leaves.")
+GIRAFFE = make_paper(63, title="Giraffe necks", abstract="Necks.")
+
+
+async def holds(store: Store, topic_id: int) -> set[str]:
+    return {p.arxiv_id for p in await store.topics.latest_papers(topic_id, 100)}
+
+
+async def test_a_servers_parent_holds_its_childs_papers_until_the_child_changes_moves_or_goes(
+    store: Store, clock: FakeClock
+) -> None:
+    await store.papers.upsert([ZEBRA, OKAPI, GIRAFFE], seen_at=clock.now())
+    service = topic_service(store, clock)
+    animals, _ = await service.save_custom(5, "Animals", "ti:zebra")
+    okapis, matched = await service.save_custom(5, "Okapis", "ti:okapi", parent="Animals")
+    assert okapis.parent_id == animals.id and matched == 1
+    assert await holds(store, animals.id) == {ZEBRA.arxiv_id, OKAPI.arxiv_id}
+
+    await service.save_custom(5, "Okapis", "ti:giraffe")  # a new query: the parent follows
+    assert await holds(store, animals.id) == {ZEBRA.arxiv_id, GIRAFFE.arxiv_id}
+    moved, held = await service.save_custom(5, "Okapis", None, parent="none")  # back at the top
+    assert moved.parent_id is None and held == 1
+    assert await holds(store, animals.id) == {ZEBRA.arxiv_id}
+    await service.save_custom(5, "Okapis", None, parent="animals")
+    assert await holds(store, animals.id) == {ZEBRA.arxiv_id, GIRAFFE.arxiv_id}
+
+    # a parent keeps its own papers when it changes query, and gets its children's back at once
+    _, held = await service.save_custom(5, "Animals", "ti:stripes")
+    assert held == 2 and await holds(store, animals.id) == {ZEBRA.arxiv_id, GIRAFFE.arxiv_id}
+
+    await service.delete_custom(moved)  # its papers leave the parent with it
+    assert await holds(store, animals.id) == {ZEBRA.arxiv_id}
+    # deleting a parent moves its children to the top
+    child, _ = await service.save_custom(5, "Okapis", "ti:okapi", parent="Animals")
+    await service.delete_custom(animals)
+    orphan = await service.find(5, "Okapis")
+    assert orphan is not None and orphan.id == child.id and orphan.parent_id is None
+    assert await holds(store, child.id) == {OKAPI.arxiv_id}
+
+
+async def test_a_parent_that_is_unknown_the_topic_itself_or_below_it_is_refused(
+    store: Store, clock: FakeClock
+) -> None:
+    service = topic_service(store, clock)
+    await service.index.start([t for t in load_catalog() if t.name == "RL Post-Training"])
+    with pytest.raises(TopicError, match="no topic named “Mammals” to put “Okapis” under"):
+        await service.save_custom(5, "Okapis", "ti:okapi", parent="Mammals")
+    with pytest.raises(TopicError, match="“Okapis” cannot be its own parent"):
+        await service.save_custom(5, "Okapis", "ti:okapi", parent=" okapis ")
+    await service.save_custom(5, "Animals", "ti:zebra", parent="rl-post-training")  # a catalog slug will do
+    await service.save_custom(5, "Okapis", "ti:okapi", parent="Animals")
+    await service.save_custom(5, "Okapi Gaits", "ti:gait", parent="Okapis")
+    with pytest.raises(
+        TopicError, match="“Okapi Gaits” sits under “Animals”, so “Animals” cannot go under it"
+    ):
+        await service.save_custom(5, "Animals", None, parent="Okapi Gaits")
+    with pytest.raises(TopicError, match="“Okapis” cannot be its own parent"):
+        await service.save_custom(5, "Okapis", None, parent="Okapis")
+    with pytest.raises(UnknownTopic):  # placing a topic that does not exist needs its query
+        await service.save_custom(5, "Bongos", None, parent="Animals")
+    animals = await service.find(5, "Animals")
+    assert animals is not None and animals.parent_id is not None  # still under RL Post-Training
+    # another server's topic is no parent here
+    with pytest.raises(TopicError, match="no topic named “Animals”"):
+        await service.save_custom(6, "Zebras", "ti:zebra", parent="Animals")
+
+
+async def test_a_placement_counts_towards_the_hourly_changes(store: Store, clock: FakeClock) -> None:
+    service = TopicService(store, TopicIndex(store, clock), clock, TopicLimits(changes_per_hour=3))
+    await service.save_custom(5, "Animals", "ti:zebra")
+    await service.save_custom(5, "Okapis", "ti:okapi")
+    await service.save_custom(5, "Okapis", None, parent="Animals")
+    with pytest.raises(TopicLimitReached, match="3 topic queries in the last hour"):
+        await service.save_custom(5, "Okapis", None, parent="none")
+    await service.save_custom(5, "Okapis", None, parent="Animals")  # where it is already: no change, allowed
+
+
+def test_a_label_keeps_the_topics_name_whole_and_gives_way_from_the_root() -> None:
+    long = "A very long name of a server's own topic about okapis and their gaits, 80 chars!"
+    rows = [
+        TopicRow(1, 0, "rl", "RL Post-Training", "", "ti:rl"),
+        TopicRow(2, 0, "rm", "Reward Modeling", "", "ti:rm", parent_id=1),
+        TopicRow(3, 0, "prm", "Process Reward Models", "", "ti:prm", parent_id=2),
+        TopicRow(4, 9, "long", long, "", "ti:okapi", parent_id=3),
+        TopicRow(5, 9, "top", "Alpha", "", "ti:alpha"),
+    ]
+    tree = topic_tree(rows)
+    assert [(depth, t.id) for depth, t in tree.rows] == [(0, 5), (0, 1), (1, 2), (2, 3), (3, 4)]
+    assert tree.label(3) == "RL Post-Training › Reward Modeling › Process Reward Models"
+    assert tree.label(4) == f"… › {long}" and len(long) == 80
+    assert tree.label(3, limit=45) == "… › Reward Modeling › Process Reward Models"
+    assert tree.label(4, limit=20) == long[:19] + "…"
+    # a parent hidden from the server (a catalog topic named like one of its own) leaves its children at the top
+    assert [t.id for depth, t in topic_tree(rows[1:]).rows if depth == 0] == [5, 2]

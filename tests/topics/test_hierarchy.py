@@ -99,3 +99,22 @@ def test_a_long_chain_is_a_tree() -> None:
     tree = Hierarchy(chain)
     assert tree.ancestors("t299")[-1] == "t0"
     assert len(tree.descendants("t0")) == 299
+
+
+def test_the_tree_is_drawn_parent_first_with_depths() -> None:
+    assert TREE.walk() == [
+        (0, "rl"),
+        (1, "grpo"),
+        (1, "reward-modeling"),
+        (2, "prm"),
+        (1, "dpo"),
+        (0, "diffusion"),
+    ]
+    assert [TREE.depth(k) for k in ("rl", "prm")] == [0, 2] and "prm" in TREE and "nope" not in TREE
+
+
+def test_stored_topics_key_the_tree_by_id() -> None:
+    by_id = Hierarchy({1: None, 2: 1, 3: 2})
+    assert by_id.closure([3]) == {1, 2, 3} and by_id.most_specific({1, 2, 3}) == [3]
+    with pytest.raises(HierarchyError, match="topic 3 is its own ancestor: 3 -> 4 -> 3"):
+        Hierarchy({3: 4, 4: 3})

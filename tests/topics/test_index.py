@@ -11,15 +11,17 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bot.clock import FakeClock
 from bot.models import Paper
 from bot.services.topics import TopicService
 from bot.store import SqliteStore, Store
 from bot.store.database import bundled_migrations
-from bot.topics.catalog import find_topic, load_catalog
+from bot.topics.catalog import CatalogError, CatalogTopic, find_topic, load_catalog
 from bot.topics.index import TopicIndex
 from bot.topics.query import parse_query
-from tests.factories import GRPO, ROBOT, make_paper
+from tests.factories import BASE_TIME, GRPO, ROBOT, make_paper
 
 
 async def test_catalog_topics_match_the_stored_history_at_start(store: Store, clock: FakeClock) -> None:
@@ -45,8 +47,8 @@ async def test_new_papers_are_matched_inside_their_transaction(store: Store, clo
         result = await store.papers.upsert([GRPO, ROBOT], seen_at=clock.now())
         matches = await index.record_matches(result, [GRPO, ROBOT])
     rl = await store.topics.find(0, "rl-post-training")
-    assert rl is not None and rl.id in matches[GRPO.arxiv_id]
-    assert rl.id not in matches.get(ROBOT.arxiv_id, set())
+    assert rl is not None and rl.id in matches.topics[GRPO.arxiv_id]
+    assert rl.id not in matches.topics.get(ROBOT.arxiv_id, set())
     assert find_topic(catalog, "RL Post-Training") is not None
 
 
@@ -163,3 +165,144 @@ async def test_a_history_match_of_a_query_the_topic_no_longer_has_adds_nothing(
     assert len(await store.topics.latest_papers(topic.id, 1000)) == 625
     await service.delete_custom(topic)  # e.g. /unfollow deleting it while a match still runs
     assert await index.match_history(topic.id, parse_query("ti:kalman")) == 0
+
+
+# ---- the tree: a paper matching a child is stored for every ancestor -------------------------------------------
+
+
+def catalog_topic(slug: str, query: str, parent: str | None = None) -> CatalogTopic:
+    return CatalogTopic(slug, slug.title(), f"{slug} papers", parse_query(query), parent=parent)
+
+
+ZEBRA = make_paper(31, title="Zebra stripes and heat", abstract="Stripes cool zebras.")
+OKAPI = make_paper(32, title="Okapi diets", abstract="What okapis eat.")
+GAIT = make_paper(33, title="Okapi gait analysis", abstract="How okapis walk.")
+GIRAFFE = make_paper(34, title="Giraffe necks", abstract="Why necks grew.")
+
+
+async def held(store: Store, slug: str) -> set[str]:
+    """Ids of the papers a catalog topic holds (its own matches and its descendants')."""
+    topic = await store.topics.find(0, slug)
+    assert topic is not None
+    return {p.arxiv_id for p in await store.topics.latest_papers(topic.id, 100)}
+
+
+async def test_the_closure_is_stored_and_follows_a_catalog_child_that_changes_or_moves(
+    store: Store, clock: FakeClock
+) -> None:
+    await store.papers.upsert([ZEBRA, OKAPI, GAIT, GIRAFFE], seen_at=clock.now())
+    release = [
+        catalog_topic("animals", "ti:zebra"),
+        catalog_topic("okapis", "ti:okapi", parent="animals"),
+        catalog_topic("gaits", "ti:gait", parent="okapis"),
+    ]
+    await TopicIndex(store, clock).start(release)
+    assert await held(store, "animals") == {ZEBRA.arxiv_id, OKAPI.arxiv_id, GAIT.arxiv_id}
+    assert await held(store, "okapis") == {OKAPI.arxiv_id, GAIT.arxiv_id}
+    assert await held(store, "gaits") == {GAIT.arxiv_id}
+
+    # the next release gives the child another query: what the parent held through the old one goes
+    release[1] = catalog_topic("okapis", "ti:giraffe", parent="animals")
+    await TopicIndex(store, clock).start(release)
+    assert await held(store, "okapis") == {GIRAFFE.arxiv_id, GAIT.arxiv_id}  # the grandchild stays below it
+    assert await held(store, "animals") == {ZEBRA.arxiv_id, GIRAFFE.arxiv_id, GAIT.arxiv_id}
+
+    # ...and moves the grandchild to the top: its papers leave both former ancestors
+    release[2] = catalog_topic("gaits", "ti:gait")
+    await TopicIndex(store, clock).start(release)
+    assert await held(store, "okapis") == {GIRAFFE.arxiv_id}
+    assert await held(store, "animals") == {ZEBRA.arxiv_id, GIRAFFE.arxiv_id}
+    animals = await store.topics.find(0, "animals")
+    gaits = await store.topics.find(0, "gaits")
+    assert animals is not None and gaits is not None and gaits.parent_id is None
+    counted = await store.topics.counts_between([animals.id], [BASE_TIME - timedelta(days=9), BASE_TIME])
+    assert counted == {animals.id: [2]}
+
+    # a new paper matching the child's query is stored for the root in the same transaction
+    index = TopicIndex(store, clock)
+    await index.start(release)
+    late = make_paper(35, title="Giraffe herds", abstract="Herds of giraffes.")
+    async with store.transaction():
+        matches = await index.record_matches(await store.papers.upsert([late], seen_at=clock.now()), [late])
+    okapis = await store.topics.find(0, "okapis")
+    assert okapis is not None and matches.topics == {late.arxiv_id: {okapis.id, animals.id}}
+    assert late.arxiv_id in await held(store, "animals")
+
+
+async def test_a_topics_own_match_is_kept_when_the_child_that_also_matched_changes(
+    store: Store, clock: FakeClock
+) -> None:
+    both = make_paper(36, title="Zebra and okapi", abstract="Two animals.")
+    await store.papers.upsert([both], seen_at=clock.now())
+    release = [catalog_topic("animals", "ti:zebra"), catalog_topic("okapis", "ti:okapi", parent="animals")]
+    await TopicIndex(store, clock).start(release)
+    release[1] = catalog_topic("okapis", "ti:giraffe", parent="animals")
+    await TopicIndex(store, clock).start(release)
+    assert await held(store, "animals") == {both.arxiv_id}  # its own query matches it
+    assert await held(store, "okapis") == set()
+
+
+async def test_a_catalog_parent_that_is_no_topic_fails_at_start_naming_the_topic(
+    store: Store, clock: FakeClock
+) -> None:
+    orphan = catalog_topic("okapis", "ti:okapi", parent="animals")
+    with pytest.raises(
+        CatalogError, match="topic 'Okapis' \\(slug 'okapis'\\) names an unknown parent 'animals'"
+    ):
+        await TopicIndex(store, clock).start([orphan])
+    assert await store.topics.all() == []  # refused before anything was written
+    # a parent stored by an earlier start is found even when this list leaves it out
+    await TopicIndex(store, clock).start([catalog_topic("animals", "ti:zebra")])
+    await TopicIndex(store, clock).start([orphan])
+    okapis = await store.topics.find(0, "okapis")
+    animals = await store.topics.find(0, "animals")
+    assert okapis is not None and animals is not None and okapis.parent_id == animals.id
+    # a cycle through a stored topic this list leaves out is one too
+    with pytest.raises(CatalogError, match="topic 'Animals' \\(slug 'animals'\\) is its own ancestor"):
+        await TopicIndex(store, clock).start([catalog_topic("animals", "ti:zebra", parent="okapis")])
+    animals = await store.topics.find(0, "animals")
+    assert animals is not None and animals.parent_id is None
+
+
+async def test_a_database_from_before_the_tree_gets_the_closure_at_its_first_start(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    # what the last release left: migrations before 0009, both topics at the top, each holding its own matches
+    path = tmp_path / "before-the-tree.sqlite3"
+    conn = sqlite3.connect(path)
+    conn.execute(
+        "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)"
+    )
+    for version, name, sql in bundled_migrations():
+        if version < 9:
+            conn.executescript(sql)
+            conn.execute("INSERT INTO schema_migrations VALUES (?, ?, 0)", (version, name))
+    for pk, paper in enumerate((ZEBRA, OKAPI), start=1):
+        published = int(paper.published.timestamp())
+        conn.execute(
+            "INSERT INTO papers (pk, arxiv_id, version, title, abstract, authors, authors_json, primary_category,"
+            " categories, published, updated, first_seen, last_changed) VALUES (?, ?, 1, ?, ?, '', '[]', 'cs.LG',"
+            " 'cs.LG', ?, ?, 0, 0)",
+            (pk, paper.arxiv_id, paper.title, paper.abstract, published, published),
+        )
+    for topic_id, (slug, name, query, pk) in enumerate(
+        (("animals", "Animals", "ti:zebra", 1), ("okapis", "Okapis", "ti:okapi", 2)), start=1
+    ):
+        conn.execute(
+            "INSERT INTO topics (id, guild_id, slug, name, description, query, created_at, updated_at)"
+            " VALUES (?, 0, ?, ?, ?, ?, 0, 0)",
+            (topic_id, slug, name, f"{slug} papers", query),
+        )
+        conn.execute(
+            "INSERT INTO topic_matches (topic_id, published, paper_pk, matched_at)"
+            " SELECT ?, published, pk, 0 FROM papers WHERE pk = ?",
+            (topic_id, pk),
+        )
+    conn.commit()
+    conn.close()
+    release = [catalog_topic("animals", "ti:zebra"), catalog_topic("okapis", "ti:okapi", parent="animals")]
+    async with await SqliteStore.open(path, clock) as store:
+        assert await held(store, "animals") == {ZEBRA.arxiv_id}
+        await TopicIndex(store, clock).start(release)  # the queries are unchanged: only the place is new
+        assert await held(store, "animals") == {ZEBRA.arxiv_id, OKAPI.arxiv_id}
+        assert await held(store, "okapis") == {OKAPI.arxiv_id}
