@@ -21,6 +21,7 @@ from typing import Protocol
 
 from bot.clock import Clock
 from bot.models import Paper, PendingDelivery, UpsertResult, Wanted
+from bot.render import SUGGESTED
 from bot.store import Store
 
 log = logging.getLogger(__name__)
@@ -58,6 +59,11 @@ class Poster(Protocol):
         ...
 
 
+def card_topics(item: PendingDelivery) -> tuple[str, ...]:
+    """The topics a card names, with the render's mark when only the learned scorer put the paper there."""
+    return (*item.topics, SUGGESTED) if item.suggested else item.topics
+
+
 def nonce_for(channel_id: int, key: str) -> str:
     """A stable nonce (<= 25 characters, as Discord requires) for one post of `key` in one channel."""
     return hashlib.blake2b(f"{channel_id}:{key}".encode(), digest_size=12).hexdigest()
@@ -78,10 +84,12 @@ async def enqueue_for_new_papers(
     result: UpsertResult,
     matches: Mapping[str, set[int]],
     in_server: Mapping[str, set[tuple[int, int]]] | None = None,
+    suggested: Mapping[str, set[int]] | None = None,
 ) -> int:
     """Write outbox rows for papers new to the store that match followed topics (inside the ingest
     transaction). New versions of known papers are never posted again. `in_server` holds (topic, server) pairs
-    a paper counts for in that server only (a server's own topic under a catalog topic)."""
+    a paper counts for in that server only (a server's own topic under a catalog topic); `suggested`, the
+    topics whose learned scorer suggests a paper, which only follows with match 'suggested' receive."""
     new = set(result.new)
     by_topic: dict[tuple[int, int | None], list[str]] = {}  # (topic, server or None for every server)
     for arxiv_id, topic_ids in matches.items():
@@ -92,13 +100,24 @@ async def enqueue_for_new_papers(
         if arxiv_id in new:
             for pair in pairs:
                 by_topic.setdefault(pair, []).append(arxiv_id)
-    follows = await store.follows.for_topics(sorted({topic_id for topic_id, _ in by_topic}))
+    by_scorer: dict[int, list[str]] = {}
+    for arxiv_id, topic_ids in (suggested or {}).items():
+        if arxiv_id in new:
+            for topic_id in topic_ids:
+                by_scorer.setdefault(topic_id, []).append(arxiv_id)
+    follows = await store.follows.for_topics(sorted({topic_id for topic_id, _ in by_topic} | set(by_scorer)))
     wanted = {
         Wanted(f.guild_id, f.channel_id, arxiv_id, f.mode, f.topic_id): None
         for f in follows
         for key in ((f.topic_id, None), (f.topic_id, f.guild_id))
         for arxiv_id in by_topic.get(key, ())
     }
+    for f in follows:
+        if f.match == "suggested":
+            wanted.update(
+                (Wanted(f.guild_id, f.channel_id, arxiv_id, f.mode, f.topic_id), None)
+                for arxiv_id in by_scorer.get(f.topic_id, ())
+            )
     await store.deliveries.enqueue(list(wanted), clock.now())
     return len(wanted)
 
@@ -172,7 +191,7 @@ class DeliveryWorker:
             if self.stopping:
                 return
             nonce = nonce_for(channel_id, item.paper.arxiv_id)
-            post = partial(self.poster.post_card, channel_id, item.paper, item.topics, nonce)
+            post = partial(self.poster.post_card, channel_id, item.paper, card_topics(item), nonce)
             ok = await self._attempt([item], report, post)
             if not ok:
                 return  # rate-limited, failing or gone: the rest of this channel waits for a later cycle
@@ -193,7 +212,7 @@ class DeliveryWorker:
                     return report
                 chunk = items[start : start + self.digest_cards]
                 nonce = nonce_for(channel_id, f"digest:{chunk[0].id}:{chunk[-1].id}")
-                pairs = [(d.paper, d.topics) for d in chunk]
+                pairs = [(d.paper, card_topics(d)) for d in chunk]
                 if not await self._attempt(
                     chunk, report, partial(self.poster.post_digest, channel_id, pairs, nonce)
                 ):

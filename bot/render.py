@@ -323,9 +323,15 @@ def _abstract_text(paper: Paper, chars: int) -> str:
     return trim_at_sentence(text, chars)
 
 
+SUGGESTED = "\x00suggested"
+"""A mark among a card's topics: the learned scorer put the paper there, not the query (the card says why)."""
+SUGGESTED_NOTE = "suggested: close to this topic's papers"
+
+
 def _topics_text(topics: Sequence[str]) -> str:
-    names = _distinct(clip(_clean(t), _TOPIC_CHARS) for t in topics)
-    return clip("Matched: " + SEP.join(names), _FOOTER_TOPICS_CHARS) if names else ""
+    names = _distinct(clip(_clean(t), _TOPIC_CHARS) for t in topics if t != SUGGESTED)
+    note = f" ({SUGGESTED_NOTE})" if SUGGESTED in topics else ""
+    return clip("Matched: " + SEP.join(names), _FOOTER_TOPICS_CHARS - len(note)) + note if names else ""
 
 
 def _note(text: str | None, limit: int) -> str:

@@ -15,20 +15,18 @@ from bot.config import Settings
 from bot.context import open_context
 from bot.models import TopicRow
 from bot.topics.scorer import TopicScorer
+from bot.topics.scorer_training import scorer_folder
 
 
 async def cmd_scorer(settings: Settings, action: str, clock: Clock | None) -> int:
     require_database(settings)
     async with open_context(settings, clock) as ctx:
-        learned = ctx.learned_scorer()
-        await learned.start()
         if action == "train":
-            await learned.train()
+            await ctx.services.topics.retrain()
         rows = await ctx.services.topics.visible_to(0)
-        statuses = [learned.status(row.id, row.query) for row in rows]
+        statuses = [ctx.services.topics.scorer_status(row) for row in rows]
     print(render_statuses(rows, statuses))
-    if learned.folder is not None:
-        print(f"\nModel: {learned.model_path}")
+    print(f"\nModel: {scorer_folder(settings.database_path)}")
     return 0
 
 

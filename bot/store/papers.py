@@ -48,7 +48,8 @@ def paper_filter(
     if topic_id is not None:
         ids = [topic_id, *including]
         clauses.append(
-            f"p.pk IN (SELECT paper_pk FROM topic_matches WHERE topic_id IN ({','.join('?' * len(ids))}))"
+            f"p.pk IN (SELECT paper_pk FROM topic_matches WHERE topic_id IN ({','.join('?' * len(ids))})"
+            " AND kind = 'exact')"
         )
         params.extend(ids)
     if categories:
@@ -289,11 +290,14 @@ class PaperRepo:
         )
         return [(r["week"], r["category"], r["n"]) for r in rows]
 
-    async def texts(self, *, after: int = 0, batch: int = 5000) -> AsyncIterator[list[tuple[int, str, str, str]]]:
+    async def texts(
+        self, *, after: int = 0, batch: int = 5000
+    ) -> AsyncIterator[list[tuple[int, str, str, str]]]:
         """(position, arxiv id, title, abstract) of the papers first stored after `after`, by position (pk)."""
         while True:
             rows = await self.db.fetchall(
-                "SELECT pk, arxiv_id, title, abstract FROM papers WHERE pk > ? ORDER BY pk LIMIT ?", (after, batch)
+                "SELECT pk, arxiv_id, title, abstract FROM papers WHERE pk > ? ORDER BY pk LIMIT ?",
+                (after, batch),
             )
             if not rows:
                 return

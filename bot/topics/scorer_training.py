@@ -24,12 +24,13 @@ from pathlib import Path
 
 import numpy as np
 
+from bot.clock import Clock, SystemClock
 from bot.models import CATALOG_GUILD, Paper
 from bot.store import Store
 from bot.topics import scorer_store
 from bot.topics.catalog import CatalogTopic, catalog_hierarchy
 from bot.topics.hierarchy import Hierarchy
-from bot.topics.relevance import LabelSet
+from bot.topics.relevance import LabelSet, load_labels
 from bot.topics.scorer import (
     LABEL_WEIGHT,
     MAX_NEGATIVES,
@@ -154,12 +155,14 @@ class LearnedScorer:
         folder: Path | None,
         *,
         catalog: Sequence[CatalogTopic] = (),
-        labels: LabelSet | None = None,
+        labels: Path | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.store = store
         self.folder = folder  # None: nothing is kept on disk (tests, the demo)
         self.catalog = list(catalog)
-        self.labels = labels
+        self.labels_folder = labels  # the catalog's labelled examples (bot/topics/labels), read when training
+        self.clock = clock or SystemClock()
         self.scorers: ScorerSet | None = None
         self.features: FeatureFile | None = None
         # Extra labelled papers per topic id, e.g. members' ratings (issue "Card actions"): the next train()
@@ -202,7 +205,10 @@ class LearnedScorer:
         async with self._lock:
             await self._sync_features()
             assert self.features is not None
-            inputs = await self._inputs(topic_ids)
+            labels = None
+            if self.labels_folder is not None and self.catalog:
+                labels = await asyncio.to_thread(load_labels, self.labels_folder, self.catalog)
+            inputs = await self._inputs(topic_ids, labels)
             trained, sampled = await asyncio.to_thread(train_all, self.features, inputs)
             scorers = ScorerSet(self.features.featurizer, trained, sampled)
             if topic_ids is not None and self.scorers is not None:
@@ -251,7 +257,9 @@ class LearnedScorer:
                 break
         return await asyncio.to_thread(Featurizer.fit, texts[:IDF_SAMPLE])
 
-    async def _inputs(self, topic_ids: Collection[int] | None = None) -> list[TopicInput]:
+    async def _inputs(
+        self, topic_ids: Collection[int] | None = None, labels: LabelSet | None = None
+    ) -> list[TopicInput]:
         every = await self.store.topics.all()
         rows = every if topic_ids is None else [row for row in every if row.id in topic_ids]
         wanted = {row.id for row in rows}
@@ -272,8 +280,8 @@ class LearnedScorer:
             if topic is not None and tree is not None:
                 for slug in tree.descendants(topic.slug):  # a child's matches are its ancestors' too
                     own |= matched.get(catalog_ids.get(slug, -1), set())
-                if self.labels is not None:
-                    examples += labelled_examples(self.labels, tree, topic.slug)
+                if labels is not None:
+                    examples += labelled_examples(labels, tree, topic.slug)
                 definition = definition_text(topic.name, topic.description, topic.definition)
             inputs.append(TopicInput(str(row.id), row.query, own, examples, definition))
         return inputs
@@ -294,6 +302,25 @@ class LearnedScorer:
                 found.setdefault(papers[int(i)].arxiv_id, set()).add(int(key))
         return found
 
+    async def refresh(self, topic_ids: Collection[int] | None = None) -> dict[int, int]:
+        """Train (every topic, or those of `topic_ids`), then make each trained topic's stored suggestions what
+        its scorer finds in the history now (none for a query-only topic): the daily job, and what follows a
+        topic's new query. Returns how many suggestions each trained topic holds."""
+        trained = await self.train(topic_ids)
+        scorers = {key: s for key, s in trained.items() if s.scored}
+        found: dict[int, list[str]] = {}
+        if scorers and self.features is not None and self.scorers is not None:
+            async with self._lock:
+                found = await asyncio.to_thread(_scan_all, self.features, scorers, self.scorers.trained_on)
+        held: dict[int, int] = {}
+        for topic_id in trained:
+            exact = set(await self.store.topics.matched_ids(topic_id)) if found.get(topic_id) else set()
+            suggested = [key for key in found.get(topic_id, []) if key not in exact]
+            held[topic_id] = await self.store.topics.replace_suggestions(
+                topic_id, suggested, self.clock.now()
+            )
+        return held
+
     async def scan_history(self, topic_id: int, query: str) -> list[str]:
         """The stored papers (with feature rows) this topic's scorer suggests, by arXiv id, in store order;
         [] for a query-only topic."""
@@ -305,14 +332,22 @@ class LearnedScorer:
 
 
 def _scan(features: FeatureFile, scorer: TopicScorer, trained_on: frozenset[str]) -> list[str]:
-    """Papers the final model suggests, except those it trained on as negatives: for these, their
-    out-of-fold verdict (cross-fitting: a model that never saw them)."""
-    found: list[str] = []
+    return _scan_all(features, {0: scorer}, trained_on)[0]
+
+
+def _scan_all(
+    features: FeatureFile, scorers: Mapping[int, TopicScorer], trained_on: frozenset[str]
+) -> dict[int, list[str]]:
+    """Per topic, the stored papers its final model suggests, reading every chunk once; for the papers sampled
+    as negatives, their out-of-fold verdict instead (cross-fitting: a model that never saw them)."""
+    found: dict[int, list[str]] = {key: [] for key in scorers}
     banned = np.array(sorted(trained_on)) if trained_on else np.array([], dtype=str)
     for ids, matrix in features.each_chunk():
-        flags = scorer.suggests(matrix)
         sampled = np.isin(ids, banned)
-        if sampled.any():
-            flags[sampled] = [key in scorer.held_out_suggestions for key in ids[sampled].tolist()]
-        found.extend(ids[flags].tolist())
+        sampled_ids = ids[sampled].tolist()
+        for key, scorer in scorers.items():
+            flags = scorer.suggests(matrix)
+            if sampled_ids:
+                flags[sampled] = [k in scorer.held_out_suggestions for k in sampled_ids]
+            found[key].extend(ids[flags].tolist())
     return found
