@@ -105,7 +105,7 @@ async def main() -> None:
     print(f"  {'first training (featurizes every paper)' if first else 'training'}: {train_s:.1f} s")
 
     began = time.perf_counter()
-    await learned.train()
+    await learned.refresh()  # the daily job: train every topic, scan the history, store the suggestions
     retrain_s = time.perf_counter() - began
 
     page = list(Corpus(seed=99).papers(PAGE, start=5_000_000))
@@ -138,14 +138,17 @@ async def main() -> None:
     began = time.perf_counter()
     found = await learned.scan_history(row.id, text)
     scan_s = time.perf_counter() - began
+    exact_ids = set(await store.topics.matched_ids(row.id))
+    new_suggested = [key for key in found if key not in exact_ids]
     await store.topics.delete(row.id)
     await store.close()
 
     scored = sum(1 for key, text in topic_ids.items() if learned.status(key, text).scored)
     print(f"\nfeature rows kept: {len(learned.features):,}; topics scored: {scored} of {len(topic_ids)}")
+    extra = sum(len(ids - exact.get(key, set())) for key, ids in suggested.items())
     print(
-        f"page: {sum(len(v) for v in exact.values())} exact matches, {sum(len(v) for v in suggested.values())} "
-        f"papers x topics above a scorer's threshold; new topic: {added:,} exact, {len(found):,} suggested\n"
+        f"page: {sum(len(v) for v in exact.values())} exact (paper, topic) matches, {extra} suggested beside "
+        f"them; new topic: {added:,} exact, {len(new_suggested):,} suggested\n"
     )
     print("| work | scorer | query-only path | ratio |")
     print("|---|---:|---:|---:|")
@@ -154,7 +157,9 @@ async def main() -> None:
         f"| {'first training: featurize every paper, train every topic' if first else 'training every topic'} "
         f"| {train_s:.1f} s | - | - |"
     )
-    print(f"| retrain every topic (nothing new) | {retrain_s:.1f} s | - | - |")
+    print(
+        f"| daily job: retrain every topic, scan the history, store suggestions | {retrain_s:.1f} s | - | - |"
+    )
     print(
         f"| retrain after {PAGE:,} new papers (featurize them, train every topic) | {day_s:.1f} s | - | - |"
     )

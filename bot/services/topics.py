@@ -210,7 +210,10 @@ class TopicService:
         return self.scorer.status(topic.id, topic.query)
 
     def query_only(self, topics: Sequence[TopicRow]) -> set[int]:
-        """Of these topics, those without a learned scorer (no suggestions)."""
+        """Of these topics, those the trained scorer left without a model (no suggestions); none before the
+        first training, when every topic is simply waiting for it."""
+        if self.scorer is None or self.scorer.needs_training:
+            return set()
         return {t.id for t in topics if not self.scorer_status(t).scored}
 
     async def retrain(self) -> dict[int, int]:

@@ -71,7 +71,7 @@ def load(path: Path) -> ScorerSet | None:
     try:
         return _load(path)
     except FileNotFoundError:
-        log.info("no scorer model at %s yet: it will be trained", path)
+        log.debug("no scorer model at %s yet: it will be trained", path)
     except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, EOFError) as exc:
         log.warning("the scorer model at %s is unreadable (%s): it will be trained again", path, exc)
     return None
