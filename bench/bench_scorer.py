@@ -88,6 +88,7 @@ async def main() -> None:
             await index.match_history(row.id, parse_query(text))
         topic_ids[row.id] = text
     matched = [len(await store.topics.matched_ids(key)) for key in topic_ids]
+    print(f"  peak RSS after setting up the store and topics: {peak_mb():,.0f} MB")
     print(
         f"{args.papers:,} papers, {args.topics} topics matching {min(matched):,}-{max(matched):,} papers each "
         f"(set up in {time.perf_counter() - began:.0f} s)"
@@ -102,7 +103,10 @@ async def main() -> None:
     await learned.train()
     train_s = time.perf_counter() - began
     assert learned.features is not None
-    print(f"  {'first training (featurizes every paper)' if first else 'training'}: {train_s:.1f} s")
+    print(
+        f"  {'first training (featurizes every paper)' if first else 'training'}: {train_s:.1f} s, "
+        f"peak RSS {peak_mb():,.0f} MB"
+    )
 
     began = time.perf_counter()
     await learned.refresh()  # the daily job: train every topic, scan the history, store the suggestions

@@ -44,7 +44,7 @@ from sklearn.model_selection import StratifiedKFold
 N_FEATURES = 2**18
 TOP_TERMS = 96  # features kept per paper
 TARGET_PRECISION = 0.90
-MIN_POSITIVES = 20  # fewer positives than this: the topic stays query-only
+MIN_POSITIVES = 50  # fewer positives than this: the topic stays query-only (Platt scaling needs them)
 MIN_SUPPORT = 5  # weighted positives a threshold must keep above it to be trusted
 FOLDS = 5
 NEGATIVES_PER_POSITIVE = 10

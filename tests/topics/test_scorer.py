@@ -66,15 +66,18 @@ query = '"speech recognition" AND diarization AND nonexistentword'
 """
 
 
+FIELD = MIN_POSITIVES + 20  # papers of the field that say the topic's words
+
+
 def sentence(rng: random.Random, words: tuple[str, ...] | list[str], n: int) -> str:
     return " ".join(rng.choice(words) for _ in range(n))
 
 
 def corpus(seed: int = 3) -> list[Paper]:
-    """40 quantum error correction papers that say so, 300 vision and speech papers."""
+    """FIELD quantum error correction papers that say so, 300 vision and speech papers."""
     rng = random.Random(seed)
     papers = []
-    for n in range(40):
+    for n in range(FIELD):
         papers.append(
             make_paper(
                 100 + n,
@@ -160,7 +163,7 @@ def test_a_topic_with_too_few_matches_stays_query_only_and_says_why() -> None:
     texts = [paper_text(p.title, p.abstract) for p in corpus()]
     featurizer = Featurizer.fit(texts)
     rows = featurizer.transform(texts)
-    data = TrainingSet.build(matched=rows[:3], sampled=rows[40:], unmatched_total=300)
+    data = TrainingSet.build(matched=rows[:3], sampled=rows[FIELD:], unmatched_total=300)
     scorer = train_topic('"quantum error correction"', data)
     assert scorer.status == "query-only" and not scorer.scored
     assert f"{MIN_POSITIVES} needed" in scorer.why
@@ -171,12 +174,13 @@ def test_labelled_examples_count_as_positives_beside_the_matches() -> None:
     texts = [paper_text(p.title, p.abstract) for p in corpus()]
     featurizer = Featurizer.fit(texts)
     rows = featurizer.transform(texts)
-    few = TrainingSet.build(matched=rows[:12], sampled=rows[40:], unmatched_total=300)
+    half = MIN_POSITIVES // 2 + 1
+    few = TrainingSet.build(matched=rows[:half], sampled=rows[FIELD:], unmatched_total=300)
     assert not train_topic("q", few).scored
-    examples = [Example(f"x{n}", texts[12 + n], True) for n in range(12)]
+    examples = [Example(f"x{n}", texts[half + n], True) for n in range(half)]
     more = TrainingSet.build(
-        matched=rows[:12],
-        sampled=rows[40:],
+        matched=rows[:half],
+        sampled=rows[FIELD:],
         unmatched_total=300,
         examples=examples,
         example_features=featurizer.transform([e.text for e in examples]),
@@ -231,18 +235,18 @@ def test_a_sampled_negative_is_judged_by_a_model_that_never_saw_it() -> None:
     featurizer = Featurizer.fit(texts)
     rows = featurizer.transform(texts)
     # a stored paper of the field that the query missed, here the text of a match under another id
-    sampled = sp.vstack([rows[40:], rows[39]]).tocsr()
+    last = FIELD - 1
+    sampled = sp.vstack([rows[FIELD:], rows[last]]).tocsr()
     data = TrainingSet.build(
-        matched=rows[:39],
+        matched=rows[:last],
         sampled=sampled,
         unmatched_total=sampled.shape[0],
-        sampled_ids=[*(p.arxiv_id for p in papers[40:]), "missed"],
+        sampled_ids=[*(p.arxiv_id for p in papers[FIELD:]), "missed"],
     )
     scorer = train_topic('"quantum error correction"', data)
     assert scorer.scored
-    assert (
-        scorer.decision(rows[39])[0] < scorer.decision(rows[0])[0]
-    )  # the final model learned it as negative
+    final = scorer.decision(rows[last])[0]
+    assert final < scorer.decision(rows[0])[0]  # the final model learned it as a negative
     assert scorer.held_out_suggestions == {"missed"}
 
 

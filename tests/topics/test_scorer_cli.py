@@ -86,7 +86,10 @@ def test_the_evaluation_reads_only_the_half_it_did_not_train_on(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code = eval_main(
-        ["--labels", str(labels_folder(tmp_path)), "--filler", "200", "--topic", "RL Post-Training"]
+        [
+            *("--labels", str(labels_folder(tmp_path)), "--filler", "200", "--topic", "RL Post-Training"),
+            *("--min-positives", "20"),  # the made-up set is small
+        ]
     )
     out = capsys.readouterr().out
     assert code == 0
