@@ -15,6 +15,7 @@ from bot.app import PaperBot
 from bot.clock import FakeClock
 from bot.models import Paper
 from bot.render import SUGGESTED_NOTE
+from bot.scheduler import Scheduler
 from bot.services.follows import FollowError
 from tests.factories import make_paper
 from tests.fakes.arxiv_server import FakeArxiv
@@ -138,3 +139,17 @@ async def test_follow_refuses_an_unknown_match_kind_before_changing_anything(wor
     with pytest.raises(FollowError, match="match is what a follow receives"):
         await bot.services.follows.plan(guild.id, suggested.id, "RL Post-Training", match="fuzzy")
     assert await bot.services.follows.in_server(guild.id) == []
+
+
+async def test_the_daily_job_trains_a_deployment_without_a_model(world: Any) -> None:
+    bot, discord, where = world
+    guild, suggested, _, _ = where
+    await bot.ctx.intake.store_papers(corpus(), announce=False)
+    await run(discord, where, "follow", in_channel=suggested, topic=TOPIC, query=QUERY)
+    topic = await bot.services.topics.find(guild.id, TOPIC)
+    assert topic is not None
+    assert bot.services.topics.scorer is not None and bot.services.topics.scorer.needs_training
+    await Scheduler(bot.ctx, bot.worker).retrain()  # the job the scheduler runs daily
+    assert bot.services.topics.scorer_status(topic).scored
+    model = Path(str(bot.settings.database_path) + ".scorer") / "scorer-model.npz"
+    assert model.exists()
