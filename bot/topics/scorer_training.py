@@ -117,29 +117,32 @@ def train_all(
     row_of = {key: i for i, key in enumerate(found_ids)}
     pool_ids, pool, stored = features.sample(MAX_NEGATIVES, rng)
     pool_order = rng.permutation(len(pool_ids))  # the sample comes in store order; draw from it at random
+    # The labelled papers are shared by many topics (a sub-topic's are its parent's too): featurized once.
+    texts = {e.key: e.text for topic in topics for e in topic.examples}
+    example_row = {key: i for i, key in enumerate(texts)}
+    example_rows = features.featurizer.transform(list(texts.values())) if texts else None
     scorers: dict[str, TopicScorer] = {}
     for topic in topics:
         labelled = {e.key for e in topic.examples}
         positives = [row_of[k] for k in chosen[topic.key] if k in row_of and k not in labelled]
         want = min(MAX_NEGATIVES, max(MIN_NEGATIVES, NEGATIVES_PER_POSITIVE * len(positives)))
-        negatives = [
+        drawn = [
             int(i) for i in pool_order if pool_ids[i] not in topic.matched and pool_ids[i] not in labelled
-        ][:want]
-        negatives.sort()
-        matched_stored = (
-            sum(1 for k in topic.matched if k in row_of)
-            if len(topic.matched) <= MAX_POSITIVES
-            else len(topic.matched)
-        )
-        texts = [e.text for e in topic.examples]
+        ]
+        negatives = sorted(drawn[:want])  # a random `want` of them, read in store order
+        sampled_down = len(topic.matched) > MAX_POSITIVES
         data = TrainingSet.build(
             matched=rows[positives],
-            matched_total=max(matched_stored, len(positives)),
+            matched_total=len(topic.matched) if sampled_down else len(positives),
             sampled=pool[negatives],
             sampled_ids=[pool_ids[i] for i in negatives],
             unmatched_total=max(stored - len(topic.matched), len(negatives)),
             examples=topic.examples,
-            example_features=features.featurizer.transform(texts) if texts else None,
+            example_features=(
+                example_rows[[example_row[e.key] for e in topic.examples]]
+                if example_rows is not None and topic.examples
+                else None
+            ),
             definition=features.featurizer.transform([topic.definition]) if topic.definition else None,
         )
         scorers[topic.key] = train_topic(topic.query, data, seed=seed, min_positives=min_positives)
