@@ -83,7 +83,7 @@ async def main() -> None:
             query=text,
             at=clock.now(),
         )
-        index.register(row.id, parse_query(text))
+        index.register(row, parse_query(text))
         if changed:
             await index.match_history(row.id, parse_query(text))
         topic_ids[row.id] = text
