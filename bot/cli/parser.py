@@ -161,7 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     scorer = sub.add_parser(
-        "scorer", help="the learned topic scorer: train it on the stored history now, or show each topic's status"
+        "scorer",
+        help="the learned topic scorer: train it on the stored history now, or show each topic's status",
     )
     scorer.add_argument(
         "action",

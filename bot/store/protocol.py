@@ -266,6 +266,12 @@ class TopicRepository(Protocol):
     async def suggested_among(self, topic_ids: Sequence[int], arxiv_ids: Sequence[str]) -> set[str]:
         """Of these papers, those the topics hold only as suggestions."""
 
+    async def count_suggested(
+        self, topic_ids: Sequence[int], start: datetime, end: datetime
+    ) -> dict[int, int]:
+        """Each topic's suggested papers submitted (v1) in [start, end) (what /momentum shows beside its
+        counts), in one round trip; a topic without any gets 0."""
+
     async def count_matches(self, topic_id: int, start: datetime, end: datetime) -> int:
         """The topic's matched papers submitted (v1) in [start, end)."""
 

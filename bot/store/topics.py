@@ -283,6 +283,21 @@ class TopicRepo:
         )
         return [r[0] for r in rows]
 
+    async def count_suggested(
+        self, topic_ids: Sequence[int], start: datetime, end: datetime
+    ) -> dict[int, int]:
+        """Each topic's suggested papers submitted (v1) in [start, end), in one query."""
+        if not topic_ids:
+            return {}
+        rows = await self.db.fetchall(
+            f"SELECT topic_id, COUNT(*) FROM topic_matches WHERE topic_id IN ({','.join('?' * len(topic_ids))})"
+            " AND kind = 'suggested' AND published >= ? AND published < ? GROUP BY topic_id",
+            (*topic_ids, to_ts(start), to_ts(end)),
+        )
+        counts = dict.fromkeys(topic_ids, 0)
+        counts.update({r[0]: int(r[1]) for r in rows})
+        return counts
+
     async def count_matches(self, topic_id: int, start: datetime, end: datetime) -> int:
         row = await self.db.fetchone(
             "SELECT COUNT(*) FROM topic_matches WHERE topic_id = ? AND published >= ? AND published < ?"

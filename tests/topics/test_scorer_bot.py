@@ -50,7 +50,7 @@ async def world(tmp_path: Path) -> AsyncIterator[tuple[PaperBot, FakeDiscord, An
 
 def fresh(paper: Paper, n: int) -> Paper:
     """The paper as a new arrival: another id, submitted after the history."""
-    when = NOW - timedelta(hours=1)
+    when = NOW - timedelta(days=1)  # in the last complete day: inside momentum's window
     return make_paper(n, title=paper.title, abstract=paper.abstract, published=when)
 
 
@@ -104,6 +104,11 @@ async def test_a_suggested_paper_reaches_only_the_follow_that_asked_with_its_mar
     assert arrived[0].arxiv_id not in await store.topics.matched_ids(topic.id)
     week = (NOW - timedelta(days=7), NOW + timedelta(days=1))
     assert await bot.services.history.count_matches(topic, *week) == 1
+    momentum = await bot.services.momentum.topic(topic, guild_id=guild.id)
+    window = (momentum.window_start, momentum.window_end)
+    assert momentum.current == await bot.services.history.count_matches(topic, *window)  # exact only
+    assert momentum.suggested == 1  # shown beside
+    assert momentum.sentence().endswith("The learned scorer suggests 1 more paper, not counted here.")
 
 
 async def test_a_changed_query_retrains_its_scorer_and_topics_names_query_only_topics(world: Any) -> None:
