@@ -40,6 +40,9 @@ class ConsolePoster:
             await self.post_card(channel_id, paper, topics, nonce)
         return None
 
+    async def post_line(self, channel_id: int, paper: Paper, topics: Sequence[str], nonce: str) -> int | None:
+        return await self.post_card(channel_id, paper, topics, nonce)  # a terminal has no size limit
+
     async def post_text(self, channel_id: int, text: str, nonce: str) -> int | None:
         self._print(text)
         return None

@@ -4,12 +4,15 @@ Every row is marked 'sending' before its post and 'sent' after, and every post c
 (channel, paper): Discord answers a repeated nonce with the message it already made, so a retry cannot
 double-post. A row still 'sending' after a crash is checked against the channel's recent messages before it is
 sent again. Rate limits and server errors are retried later with backoff; a channel Discord refuses (deleted,
-access removed) marks its follows broken instead of being retried forever.
+access removed) marks its follows broken instead of being retried forever. A post Discord rejects (400) is
+tried again at once in a smaller form: a digest split in halves, a single paper as one line of text; only a
+paper whose line is rejected too is marked failed, so no paper is dropped for being too big.
 """
 
 from __future__ import annotations
 
 import asyncio
+import enum
 import hashlib
 import logging
 from collections import Counter
@@ -21,7 +24,7 @@ from typing import Protocol
 
 from bot.clock import Clock
 from bot.models import Paper, PendingDelivery, UpsertResult, Wanted
-from bot.render import SUGGESTED
+from bot.render import CONTENT_LIMIT, EMBEDS_PER_MESSAGE, SUGGESTED, clip, inert_markdown
 from bot.store import Store
 
 log = logging.getLogger(__name__)
@@ -52,11 +55,21 @@ class Poster(Protocol):
         self, channel_id: int, items: Sequence[tuple[Paper, Sequence[str]]], nonce: str
     ) -> int | None: ...
 
+    async def post_line(self, channel_id: int, paper: Paper, topics: Sequence[str], nonce: str) -> int | None:
+        """The paper in its smallest form (one line of text), for a post rejected in a larger one."""
+        ...
+
     async def post_text(self, channel_id: int, text: str, nonce: str) -> int | None: ...
 
     async def already_posted(self, channel_id: int, papers: Sequence[Paper]) -> set[str]:
         """arXiv ids among `papers` that the channel already shows from us (crash recovery)."""
         ...
+
+
+class Outcome(enum.Enum):
+    POSTED = "posted"
+    REJECTED = "rejected"  # this post, as it was: the caller tries a smaller form (rows are pending again)
+    WAIT = "wait"  # the channel is rate-limited, failing or gone: nothing more for it this round
 
 
 def card_topics(item: PendingDelivery) -> tuple[str, ...]:
@@ -142,7 +155,7 @@ class DeliveryWorker:
         self.per_channel = per_channel
         self.max_attempts = max_attempts
         self.backoff = backoff
-        self.digest_cards = digest_cards
+        self.digest_cards = max(1, min(digest_cards, EMBEDS_PER_MESSAGE))
         self.console = console  # serve the terminal's follows instead of Discord's
         self.channel_concurrency = channel_concurrency
         self.stopping = False  # set on shutdown: the post in flight finishes, the rest stays queued
@@ -192,15 +205,15 @@ class DeliveryWorker:
                 return
             nonce = nonce_for(channel_id, item.paper.arxiv_id)
             post = partial(self.poster.post_card, channel_id, item.paper, card_topics(item), nonce)
-            ok = await self._attempt([item], report, post)
-            if not ok:
+            if not await self._post_or_smaller(channel_id, [item], report, post):
                 return  # rate-limited, failing or gone: the rest of this channel waits for a later cycle
         if rest and not self.stopping:
             text = more_papers_text(rest)
             nonce = nonce_for(channel_id, f"more:{rest[0].id}:{rest[-1].id}")
-            await self._attempt(
-                rest, report, partial(self.poster.post_text, channel_id, text, nonce), status="summarised"
-            )
+            post = partial(self.poster.post_text, channel_id, text, nonce)
+            outcome = await self._attempt(rest, report, post, status="summarised")
+            if outcome is Outcome.REJECTED:
+                await self._fail(rest, report, "Discord rejected the summary line")
 
     async def deliver_digests(self, hour: int) -> DeliveryReport:
         """Post the collected papers of digest follows whose hour (UTC) it is, up to `digest_cards` a message."""
@@ -211,13 +224,57 @@ class DeliveryWorker:
                 if self.stopping:
                     return report
                 chunk = items[start : start + self.digest_cards]
-                nonce = nonce_for(channel_id, f"digest:{chunk[0].id}:{chunk[-1].id}")
-                pairs = [(d.paper, card_topics(d)) for d in chunk]
-                if not await self._attempt(
-                    chunk, report, partial(self.poster.post_digest, channel_id, pairs, nonce)
-                ):
+                if not await self._post_digest(channel_id, chunk, report):
                     break
         return report
+
+    async def _post_digest(
+        self, channel_id: int, chunk: Sequence[PendingDelivery], report: DeliveryReport
+    ) -> bool:
+        """One digest message; if Discord rejects it, its halves, down to single papers and their lines.
+        False when the channel must wait."""
+        nonce = nonce_for(channel_id, f"digest:{chunk[0].id}:{chunk[-1].id}")
+        pairs = [(d.paper, card_topics(d)) for d in chunk]
+        if len(chunk) == 1:
+            post = partial(self.poster.post_digest, channel_id, pairs, nonce)
+            return await self._post_or_smaller(channel_id, chunk, report, post)
+        outcome = await self._attempt(
+            chunk, report, partial(self.poster.post_digest, channel_id, pairs, nonce)
+        )
+        if outcome is not Outcome.REJECTED:
+            return outcome is Outcome.POSTED
+        log.warning("channel %d rejected a digest of %d papers: posting it in halves", channel_id, len(chunk))
+        half = len(chunk) // 2
+        return await self._post_digest(channel_id, chunk[:half], report) and await self._post_digest(
+            channel_id, chunk[half:], report
+        )
+
+    async def _post_or_smaller(
+        self,
+        channel_id: int,
+        items: Sequence[PendingDelivery],
+        report: DeliveryReport,
+        post: Callable[[], Awaitable[int | None]],
+    ) -> bool:
+        """One paper's post; if Discord rejects it, the paper as one line; failed only if that is rejected
+        too. False when the channel must wait."""
+        outcome = await self._attempt(items, report, post)
+        if outcome is Outcome.REJECTED:
+            [item] = items
+            log.warning(
+                "channel %d rejected the post of %s: posting it as a line", channel_id, item.paper.arxiv_id
+            )
+            nonce = nonce_for(channel_id, f"line:{item.paper.arxiv_id}")
+            line = partial(self.poster.post_line, channel_id, item.paper, card_topics(item), nonce)
+            outcome = await self._attempt(items, report, line)
+            if outcome is Outcome.REJECTED:
+                await self._fail(items, report, "Discord rejected the post, even as one line")
+        return outcome is not Outcome.WAIT
+
+    async def _fail(self, items: Sequence[PendingDelivery], report: DeliveryReport, reason: str) -> None:
+        await self.store.deliveries.mark([d.id for d in items], "failed", reason)
+        report.failed += len(items)
+        log.error("channel %d: %s (%d papers marked failed)", items[0].channel_id, reason, len(items))
 
     async def _attempt(
         self,
@@ -225,7 +282,7 @@ class DeliveryWorker:
         report: DeliveryReport,
         post: Callable[[], Awaitable[int | None]],
         status: str = "sent",
-    ) -> bool:
+    ) -> Outcome:
         ids = [d.id for d in items]
         channel_id = items[0].channel_id
         await self.store.deliveries.mark_sending(ids)
@@ -244,19 +301,20 @@ class DeliveryWorker:
                 await self.store.deliveries.postpone_channel(channel_id, until)
                 report.retried += len(ids)
             log.warning("channel %d: %s; retrying later", channel_id, exc)
-            return False
+            return Outcome.WAIT
         except ChannelGone as exc:
             reason = str(exc)
             await self.store.follows.mark_broken(channel_id, reason, now)
             report.failed += await self.store.deliveries.fail_channel(channel_id, reason)
             report.broken_channels.append(channel_id)
             log.warning("channel %d refused for good (%s): its follows are marked broken", channel_id, reason)
-            return False
+            return Outcome.WAIT
         except PostRejected as exc:
-            await self.store.deliveries.mark(ids, "failed", str(exc))
-            report.failed += len(ids)
-            log.error("channel %d rejected a post: %s", channel_id, exc)
-            return True  # this post is bad, not the channel: go on with the next
+            # Pending again, due now: the caller tries a smaller form in this round; a crash before it does
+            # leaves the rows queued, never lost.
+            await self.store.deliveries.mark_retry(ids, now, str(exc))
+            log.warning("channel %d rejected a post: %s", channel_id, exc)
+            return Outcome.REJECTED
         if status == "sent":
             await self.store.deliveries.mark_sent(ids, message_id, now)
             report.sent += len(ids)
@@ -264,7 +322,7 @@ class DeliveryWorker:
             await self.store.deliveries.mark(ids, status)
             report.summarised += len(ids)
         await self.store.follows.touch(channel_id, now)
-        return True
+        return Outcome.POSTED
 
 
 def more_papers_text(rest: Sequence[PendingDelivery]) -> str:
@@ -273,5 +331,6 @@ def more_papers_text(rest: Sequence[PendingDelivery]) -> str:
     lines = []
     for topic, count in sorted(per_topic.items(), key=lambda kv: (-kv[1], kv[0])):
         noun = "paper" if count == 1 else "papers"
-        lines.append(f"+{count} more {topic} {noun} - /latest {topic}")
-    return "\n".join(lines)[:2000]
+        name = inert_markdown(" ".join(topic.split()))  # a server names its own topics: no links, no pings
+        lines.append(f"+{count} more {name} {noun} - /latest {name}")
+    return clip("\n".join(lines), CONTENT_LIMIT)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 
@@ -9,11 +10,18 @@ import discord
 
 from bot.delivery import ChannelGone, PostRejected, RetryLater
 from bot.models import Paper
-from bot.render import clip, embed_size, neutralise_mentions, paper_embed, paper_view, thread_name
+from bot.render import (
+    DigestItem,
+    digest_content,
+    digest_embeds,
+    digest_thread_name,
+    paper_compact_line,
+    paper_embed,
+    paper_view,
+    thread_name,
+)
 
 log = logging.getLogger(__name__)
-MAX_EMBED_TOTAL = 6000
-DIGEST_ABSTRACT_CHARS = 280
 
 
 class DiscordPoster:
@@ -34,7 +42,8 @@ class DiscordPoster:
 
     async def post_card(self, channel_id: int, paper: Paper, topics: Sequence[str], nonce: str) -> int | None:
         channel = await self._channel(channel_id)
-        embed = paper_embed(paper, topics=topics, abstract_chars=self.abstract_chars)
+        # Rendering is CPU work (LaTeX conversion): off the event loop, like every render that can be large.
+        embed = await asyncio.to_thread(paper_embed, paper, topics=topics, abstract_chars=self.abstract_chars)
         try:
             if isinstance(channel, discord.ForumChannel):
                 created = await channel.create_thread(
@@ -46,26 +55,30 @@ class DiscordPoster:
         except discord.HTTPException as exc:
             raise _outcome(exc) from exc
 
-    async def post_digest(
-        self, channel_id: int, items: Sequence[tuple[Paper, Sequence[str]]], nonce: str
-    ) -> int | None:
-        """Up to ten compact cards in one message (all embeds of a message stay within 6,000 characters)."""
+    async def post_digest(self, channel_id: int, items: Sequence[DigestItem], nonce: str) -> int | None:
+        """Up to ten compact cards in one message, all its embeds within Discord's 6,000 characters."""
         channel = await self._channel(channel_id)
-        embeds: list[discord.Embed] = []
-        for paper, topics in items:
-            embed = paper_embed(paper, topics=topics, abstract_chars=DIGEST_ABSTRACT_CHARS)
-            if sum(map(embed_size, embeds)) + embed_size(embed) > MAX_EMBED_TOTAL:
-                embed = paper_embed(paper, topics=topics, abstract_chars=0)
-            embeds.append(embed)
-        topics = sorted({t for _, names in items for t in names})
-        papers = "1 new paper" if len(items) == 1 else f"{len(items)} new papers"
-        content = clip(neutralise_mentions(f"**{papers}** for {' · '.join(topics) or 'your topics'}"), 2000)
+        content, embeds = await asyncio.to_thread(_digest_message, items)
         try:
             if isinstance(channel, discord.ForumChannel):
-                name = clip(f"{papers}: {' · '.join(topics)}", 100)
-                created = await channel.create_thread(name=name, content=content, embeds=embeds)
+                created = await channel.create_thread(
+                    name=digest_thread_name(items), content=content, embeds=embeds
+                )
                 return created.message.id
             message = await channel.send(content=content, embeds=embeds, nonce=nonce)
+            return message.id
+        except discord.HTTPException as exc:
+            raise _outcome(exc) from exc
+
+    async def post_line(self, channel_id: int, paper: Paper, topics: Sequence[str], nonce: str) -> int | None:
+        """The paper in its smallest form, one line of text: for a post Discord rejected as a card."""
+        channel = await self._channel(channel_id)
+        line = paper_compact_line(paper)
+        try:
+            if isinstance(channel, discord.ForumChannel):
+                created = await channel.create_thread(name=thread_name(paper), content=line)
+                return created.message.id
+            message = await channel.send(content=line, nonce=nonce)
             return message.id
         except discord.HTTPException as exc:
             raise _outcome(exc) from exc
@@ -102,9 +115,15 @@ class DiscordPoster:
                 for embed in message.embeds:
                     if embed.url in wanted:
                         found.add(wanted[embed.url])
+                # A paper posted in its smallest form, a line of text linking its abstract page.
+                found.update(arxiv_id for url, arxiv_id in wanted.items() if f"(<{url}>)" in message.content)
         except discord.HTTPException as exc:
             raise _outcome(exc) from exc
         return found
+
+
+def _digest_message(items: Sequence[DigestItem]) -> tuple[str, list[discord.Embed]]:
+    return digest_content(items), digest_embeds(items)
 
 
 def _outcome(exc: discord.HTTPException) -> Exception:

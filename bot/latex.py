@@ -4,6 +4,10 @@ arXiv metadata is half LaTeX, half plain text: "GD $^2$ PO", "{\\sim}15", but al
 pylatexenc does the heavy lifting; this module guards the plain-text cases it would mangle (`%` starts a
 comment, a lone `$` opens math, a lone `\\` eats the next word) and adds what it lacks: Unicode super- and
 subscripts, plain letters for \\mathcal/\\mathbf, and `~` for \\sim.
+
+The work is linear in the length of the text whatever it holds: long text is converted in bounded pieces,
+unmatched braces become spaces before parsing, and the parser reads a bounded number of tokens per character
+(hostile text past any bound comes back as plain text).
 """
 
 from __future__ import annotations
@@ -233,6 +237,7 @@ _MACRO_THEN_UNICODE = re.compile(r"(\\[A-Za-z]+)(?=[^\x00-\x7f])")
 _TILDE_NUMBER = re.compile(r"(?<![\\\w])~(?=\d)")
 _SCRIPT_MACRO = re.compile(r"([_^])\s*\\([A-Za-z]+)\s*\{")
 _CURRENCY = re.compile(r"\$\d")
+_BRACE_TOKEN = re.compile(r"\\.|[{}]", re.DOTALL)  # an escaped char, or a brace
 
 
 def _balance_dollars(text: str) -> str:
@@ -245,28 +250,64 @@ def _balance_dollars(text: str) -> str:
     return text[:pos] + "\\" + text[pos:]
 
 
-def _matching_brace(text: str, open_pos: int) -> int | None:
-    depth, i = 0, open_pos
-    while i < len(text):
-        ch = text[i]
-        if ch == "\\":
-            i += 2  # an escaped char (\{ or \}) never opens or closes a group
-            continue
-        depth += {"{": 1, "}": -1}.get(ch, 0)
-        if depth == 0:
-            return i
-        i += 1
-    return None
+def _brace_pairs(text: str) -> dict[int, int]:
+    """Position of every `{` -> its matching `}`, in one pass (escaped braces never count)."""
+    pairs: dict[int, int] = {}
+    stack: list[int] = []
+    for match in _BRACE_TOKEN.finditer(text):
+        token = match.group()
+        if token == "{":
+            stack.append(match.start())
+        elif token == "}" and stack:
+            pairs[stack.pop()] = match.start()
+    return pairs
+
+
+class _OverBudget(Exception):
+    """The text costs more than LaTeX worth reading can: it is shown as plain text instead."""
+
+
+# Groups nested deeper than this are not LaTeX worth reading (real metadata nests a few levels): fallback.
+_MAX_DEPTH = 32
+
+
+def _balance_braces(text: str) -> str:
+    """Unmatched braces made spaces (pylatexenc's tolerant parser drops them anyway, but only after nesting
+    everything that follows an unclosed "{" ever deeper, at a cost growing with the depth)."""
+    unmatched: list[int] = []
+    stack: list[int] = []
+    for match in _BRACE_TOKEN.finditer(text):
+        token = match.group()
+        if token == "{":
+            stack.append(match.start())
+            if len(stack) > _MAX_DEPTH:
+                raise _OverBudget
+        elif token == "}":
+            if stack:
+                stack.pop()
+            else:
+                unmatched.append(match.start())
+    if not unmatched and not stack:
+        return text
+    out, pos = [], 0
+    for at in sorted(unmatched + stack):
+        out.append(text[pos:at] + " ")  # a space: "\textbf{bold" must not become "\textbfbold"
+        pos = at + 1
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def _brace_script_macros(text: str) -> str:
     r"""`x_\mathrm{max}` -> `x_{\mathrm{max}}` so the whole macro becomes the subscript."""
     out: list[str] = []
     pos = 0
+    pairs: dict[int, int] | None = None  # computed once, and only when a candidate appears
     for match in _SCRIPT_MACRO.finditer(text):
         if match.start() < pos or match.group(2) not in _SCRIPT_ARG_MACROS:
             continue
-        close = _matching_brace(text, match.end() - 1)
+        if pairs is None:
+            pairs = _brace_pairs(text)
+        close = pairs.get(match.end() - 1)
         if close is None:
             continue
         out += [text[pos : match.start()], match.group(1), "{", text[match.start() + 1 : close + 1], "}"]
@@ -282,7 +323,7 @@ def _prepare(text: str) -> str:
     text = _PERCENT.sub(r"\1\\%", text)
     text = _TILDE_NUMBER.sub(r"{\\sim}", text)  # "~15%" means "about 15%", not a non-breaking space
     text = _balance_dollars(text)
-    return _brace_script_macros(text)
+    return _brace_script_macros(_balance_braces(text))
 
 
 def _normalise(text: str) -> str:
@@ -298,15 +339,100 @@ def _fallback(text: str) -> str:
         return _normalise(text.replace("$", "").replace(_GLUE, ""))
 
 
-def latex_to_text(text: str) -> str:
-    """Readable Unicode for arXiv LaTeX-ish text, whitespace collapsed. Never raises: on any parser error
-    the input comes back with its math `$` stripped."""
+# ---------------------------------------------------------------------------------------------------------
+# Long text is converted in pieces of bounded size, cut only where LaTeX cannot span the cut, so the work is
+# linear in the length whatever the text holds (no guard or parser step ever sees more than PIECE_MAX).
+
+PIECE_CHARS = 2000  # a piece ends at the first safe cut after this many characters
+PIECE_MAX = 4000  # text with no safe cut within this many characters is not LaTeX worth reading: fallback
+# What can carry LaTeX state across a space: an escape or macro, a brace, a math delimiter, an environment.
+_STATE_TOKEN = re.compile(r"\\(?:begin|end)(?![A-Za-z])|\\.|\$\$|[${} ]", re.DOTALL)
+
+
+def pieces(text: str) -> list[str] | None:
+    """`text` (whitespace already collapsed) cut at spaces between two words without LaTeX, outside
+    braces, math and environments, into pieces of at most PIECE_MAX characters; None if it cannot be."""
+    if len(text) <= PIECE_MAX:
+        return [text]
+    cuts: list[str] = []
+    start = depth = env = 0
+    math = False
+    plain_word = True  # no state token since the last space
+    candidate = -1  # the last space after a plain word at top level: safe if the next word is plain too
+    for match in _STATE_TOKEN.finditer(text):
+        token, pos = match.group(), match.start()
+        if pos - start > PIECE_MAX:
+            return None
+        if token == " ":
+            if plain_word and candidate - start >= PIECE_CHARS:
+                cuts.append(text[start:candidate])
+                start = candidate
+            top_level = depth == 0 and env == 0 and not math
+            candidate = pos if plain_word and top_level else -1
+            plain_word = True
+            continue
+        plain_word = False
+        if token in ("$", "$$"):
+            math = not math
+        elif token == "{":
+            depth += 1
+        elif token == "}":
+            depth = max(depth - 1, 0)
+        elif token == "\\begin":
+            env += 1
+        elif token == "\\end":
+            env = max(env - 1, 0)
+        elif token in ("\\(", "\\["):
+            math = True
+        elif token in ("\\)", "\\]"):
+            math = False
+    if len(text) - start > PIECE_MAX:
+        return None
+    cuts.append(text[start:])
+    return cuts
+
+
+# Tokens pylatexenc may read per character of a piece. Ordinary text needs at most ~1.5 (the recorded
+# fixtures: under 1, dense math 0.9, runs of "{" or "\\" 1.5); some unclosed
+# arguments (r"\frac{\frac{...", r"\sqrt[\sqrt[...") make its tolerant parser retry exponentially
+# (16 of them: seconds; 30: hours). Past the budget the piece is not LaTeX worth reading: fallback.
+_TOKENS_PER_CHAR = 2
+
+
+class _BoundedWalker(latexwalker.LatexWalker):  # type: ignore[misc]
+    """pylatexenc's walker, reading at most _TOKENS_PER_CHAR tokens per character of its text."""
+
+    def __init__(self, text: str, **kwargs: object) -> None:
+        super().__init__(text, **kwargs)
+        self._tokens_left = _TOKENS_PER_CHAR * len(text) + 50
+
+    def get_token(self, *args: object, **kwargs: object) -> object:
+        self._tokens_left -= 1
+        if self._tokens_left < 0:
+            raise _OverBudget
+        return super().get_token(*args, **kwargs)
+
+
+def _convert(piece: str) -> str:
     try:
-        prepared = _prepare(text)
-        walker = latexwalker.LatexWalker(prepared, latex_context=_WALKER_DB, tolerant_parsing=True)
+        prepared = _prepare(piece)
+        walker = _BoundedWalker(prepared, latex_context=_WALKER_DB, tolerant_parsing=True)
         nodes, _, _ = walker.get_latex_nodes()
         # A converter per call: pylatexenc keeps per-conversion state on it.
-        rendered = LatexNodes2Text(latex_context=_TEXT_DB).nodelist_to_text(nodes)
-        return _normalise(re.sub(rf"\s*{_GLUE}", "", rendered))
-    except Exception:  # pylatexenc has many failure modes on arbitrary text (RecursionError included)
-        return _fallback(text)
+        rendered = _normalise(LatexNodes2Text(latex_context=_TEXT_DB).nodelist_to_text(nodes))
+        # Spaces before a glue mark go with it. Collapsed first: a regex like \s*GLUE is quadratic on
+        # long runs of whitespace (which "$$$$" or "\\\\" render to).
+        return _normalise(rendered.replace(" " + _GLUE, "").replace(_GLUE, ""))
+    except Exception:  # pylatexenc has many failure modes on arbitrary text (RecursionError, _OverBudget)
+        return _fallback(piece)
+
+
+def latex_to_text(text: str) -> str:
+    """Readable Unicode for arXiv LaTeX-ish text, whitespace collapsed. Never raises: on any parser error
+    the input comes back with its math `$` stripped. Linear in the length of `text`."""
+    # Dollars are balanced over the whole text first, so every piece agrees on what is math.
+    whole = _balance_dollars(_normalise(text.replace(_GLUE, "")))
+    cut = pieces(whole)
+    if cut is None:
+        return _fallback(whole)
+    return _normalise(" ".join(_convert(piece) for piece in cut))

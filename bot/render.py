@@ -1,18 +1,21 @@
-"""Paper -> Discord embed, link buttons, one-line and console text: pure functions within every Discord limit.
+"""Paper -> Discord embed, digest, link buttons, one-line and console text: pure functions within every Discord limit.
 
-Every user-visible string goes through the same steps: LaTeX to Unicode (bot.latex), whitespace collapsed,
-markdown escaped where Discord renders markdown, mentions neutralised, then clipped to its limit with "…".
-Neutralising comes last but one so nothing assembled afterwards can form a mention; clipping only removes
-a tail, which cannot create one either.
+Every user-visible string goes through the same steps: cut to a bounded raw length (a hostile entry may
+hold megabytes), LaTeX to Unicode (bot.latex), whitespace collapsed, made inert where Discord renders
+markdown (`inert_markdown`: no formatting, no link, no mention can come from a paper's text), mentions
+neutralised, then clipped to its limit with "…". Neutralising comes last but one so nothing assembled
+afterwards can form a mention; clipping only removes a tail, which cannot create one either.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 import textwrap
 import unicodedata
 import zlib
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from urllib.parse import quote
 
@@ -23,11 +26,16 @@ from bot.models import Author, Paper
 
 __all__ = [
     "DEFAULT_ABSTRACT_CHARS",
+    "DIGEST_ABSTRACT_CHARS",
     "category_colour",
     "clip",
+    "digest_content",
+    "digest_embeds",
+    "digest_thread_name",
     "embed_size",
     "format_affiliations",
     "format_authors",
+    "inert_markdown",
     "neutralise_mentions",
     "paper_compact_line",
     "paper_console",
@@ -51,6 +59,8 @@ BUTTON_LABEL_LIMIT = 80
 URL_LIMIT = 512
 THREAD_NAME_LIMIT = 100
 COMPACT_LINE_LIMIT = 300
+CONTENT_LIMIT = 2000
+EMBEDS_PER_MESSAGE = 10
 
 ELLIPSIS = "…"
 SEP = " · "
@@ -66,20 +76,53 @@ _JOURNAL_CHARS = 200
 _INLINE_FIELD_CHARS = 60
 _FOOTER_TOPICS_CHARS = 400
 
+# How much raw text is read, at most, before any conversion: what can be shown, times a margin for LaTeX
+# source being longer than its rendering ("$\mathcal{O}$" shows as one character). Real titles and
+# abstracts fit (arXiv's own limits: a few hundred characters, an abstract 1,920); hostile ones are cut,
+# which bounds the LaTeX work of a card to a few thousand characters.
+_RAW_MARGIN = 2
+_AUTHORS_READ = 50  # names looked at for the ones shown; the rest are only counted
+_AFFILIATION_AUTHORS_READ = 5000  # authors whose affiliations are counted (the longest real lists: ~5,000)
+_CATEGORIES_READ = 20
+_TOPICS_READ = 50
+_ID_CHARS = 64
+
 # ---------------------------------------------------------------------------------------------------------
 # Text primitives
 
 
-def _clean(text: str | None) -> str:
-    """Collapse whitespace and drop control/surrogate code points (Discord rejects or mangles them)."""
+# Control and surrogate code points other than whitespace (Discord rejects or mangles them), as one class.
+_UNWANTED = re.compile(
+    "["
+    + "".join(
+        re.escape(chr(c))
+        for c in [*range(0x20), *range(0x7F, 0xA0)]
+        if unicodedata.category(chr(c)) == "Cc" and not chr(c).isspace()
+    )
+    + "\ud800-\udfff]"
+)
+
+
+def _clean(text: str | None, chars: int | None = None) -> str:
+    """At most `chars` raw characters, control/surrogate code points dropped, whitespace collapsed."""
     if not text:
         return ""
-    kept = (ch for ch in text if unicodedata.category(ch) not in ("Cc", "Cs") or ch.isspace())
-    return " ".join("".join(kept).split())
+    if chars is not None:
+        text = text[:chars]
+    return " ".join(_UNWANTED.sub("", text).split())
 
 
-def _readable(text: str | None) -> str:
-    """LaTeX made readable, only when the text looks like it has any (pylatexenc is the costly step)."""
+_DOLLAR = re.compile(r"(?<!\\)\$")
+
+
+def _readable(text: str | None, chars: int | None = None) -> str:
+    """LaTeX made readable, only when the text looks like it has any (pylatexenc is the costly step).
+    Cut to `chars` raw characters first, and back before a `$` the cut would leave open."""
+    if text and chars is not None and len(text) > chars:
+        text = text[:chars]
+        dollars = [m.start() for m in _DOLLAR.finditer(text)]
+        if len(dollars) % 2:
+            text = text[: dollars[-1]]
     cleaned = _clean(text)
     if any(ch in cleaned for ch in "$\\{}^_~%"):
         return _clean(latex_to_text(cleaned))
@@ -116,13 +159,35 @@ def neutralise_mentions(text: str) -> str:
     return _ID_MENTION.sub(r"<\1" + _ZWSP, text)
 
 
-def _md(text: str) -> str:
-    """Plain text made safe for Discord markdown (description, field values, message content)."""
-    return discord.utils.escape_markdown(text)
+# Every character Discord's markdown gives a meaning to anywhere in a line: emphasis, code, spoilers,
+# quotes, headings, masked links ([ ]), angle-bracket links, mentions, emoji and timestamps (<), and the
+# escape itself. A backslash before any punctuation shows it as it is, so escaping them all is always safe.
+_MARKDOWN_CHAR = re.compile(r"[\\*_~`|\[\]<>#]")
+# A scheme's "://" (https://, steam://...): Discord would make the text a link, and in message content
+# unfurl a preview written by whoever owns the address.
+_AUTOLINK = re.compile(r"(?<=[A-Za-z0-9])://")
+# Line starts that open a list, a numbered list or a subtext line ("- ", "+ ", "1. ", "-# ").
+_LINE_START = re.compile(r"^(\s*)([-+](?=\s|$)|\d+(?=[.)](?:\s|$)))", re.MULTILINE)
 
 
-def _md_link_text(text: str) -> str:
-    return _md(text).replace("[", "\\[").replace("]", "\\]")
+def inert_markdown(text: str) -> str:
+    """Text from a paper (or a user) made inert for Discord markdown, wherever it lands in a line: it shows
+    as written but can format nothing, link nowhere and ping nobody. The one escaping function of the bot.
+
+    discord.utils.escape_markdown is not enough: it escapes only the first `[` of a line, so a second
+    "[text](https://elsewhere)" stays a live link whose text lies about its target; and it leaves URLs be."""
+    text = _MARKDOWN_CHAR.sub(r"\\\g<0>", text)
+    text = _AUTOLINK.sub(r"\\://", text)
+    text = _LINE_START.sub(lambda m: m.group(1) + _escape_line_start(m.group(2)), text)
+    return neutralise_mentions(text)
+
+
+def _escape_line_start(marker: str) -> str:
+    # "- x" and "+ x" get the backslash before the sign, "1. x" before the dot.
+    return "\\" + marker if marker in "-+" else marker + "\\"
+
+
+_md = inert_markdown
 
 
 def _safe(text: str, limit: int) -> str:
@@ -194,15 +259,33 @@ def trim_at_sentence(text: str, limit: int) -> str:
 
 
 def format_authors(authors: Sequence[Author], shown: int = 3, *, limit: int = AUTHOR_NAME_LIMIT) -> str:
-    """Names as "A, B, C +N": the first `shown`, fewer if they would not fit in `limit` characters."""
-    raw = [name for name in (_clean(author.name) for author in authors) if name]
-    if not raw:
+    """Names as "A, B, C +N": the first `shown`, fewer if they would not fit in `limit` characters.
+
+    Only the first names are read (each cut to what `limit` can show): a hostile entry may list a million
+    authors or a name of megabytes, and neither may cost more than a card of ordinary ones."""
+    shown = max(1, shown)
+    names: list[str] = []
+    read = 0
+    for author in itertools.islice(authors, _AUTHORS_READ):
+        read += 1
+        name = _clean(author.name, _RAW_MARGIN * limit)
+        if name:
+            names.append(name)
+            if len(names) == shown:
+                break
+    if not names:
         return ""
-    count = max(1, min(shown, len(raw)))
-    # Only the names on show pay for LaTeX conversion: a paper may list 500 authors.
-    names = [_readable(name) or name for name in raw[:count]] + raw[count:]
-    while count >= 1:
-        rest = f" +{len(names) - count}" if len(names) > count else ""
+    total = len(names) + len(authors) - read  # names not read count as named
+    # Only names that can show pay for LaTeX conversion: none after the line is full.
+    readable: list[str] = []
+    for name in names:
+        if sum(len(n) + 2 for n in readable) > limit:
+            break
+        readable.append(_readable(name) or name)
+    names = readable
+    count = len(names)
+    while True:
+        rest = f" +{total - count}" if total > count else ""
         text = ", ".join(names[:count]) + rest
         if len(text) <= limit or count == 1:
             break
@@ -220,15 +303,34 @@ def _distinct(values: Iterable[str]) -> list[str]:
     return list(seen.values())
 
 
+def _affiliation_key(text: str) -> str:
+    return " ".join(text[: _RAW_MARGIN * _AFFILIATION_CHARS].split()).casefold()
+
+
 def format_affiliations(authors: Sequence[Author], limit: int = 3) -> str | None:
-    """Distinct affiliations in author order, "Tsinghua University · Tencent +2"; None when none known."""
-    distinct = _distinct(_clean(aff) for author in authors for aff in author.affiliations)
-    if not distinct:
-        return None
+    """Distinct affiliations in author order, "Tsinghua University · Tencent +2"; None when none known.
+
+    Affiliations are counted over the first _AFFILIATION_AUTHORS_READ authors ("+N…" when more were not
+    read); only the ones shown are cleaned and converted."""
     limit = max(limit, 1)
-    shown = [clip(_readable(aff) or aff, _AFFILIATION_CHARS) for aff in distinct[:limit]]
-    more = len(distinct) - limit
-    return SEP.join(shown) + (f" +{more}" if more > 0 else "")
+    first: dict[str, str] = {}  # distinct key -> the raw text first seen
+    for author in itertools.islice(authors, _AFFILIATION_AUTHORS_READ):
+        for affiliation in author.affiliations:
+            key = _affiliation_key(affiliation)
+            if key and key not in first:
+                first[key] = affiliation
+    shown: list[str] = []
+    for raw in first.values():
+        text = _readable(raw, _RAW_MARGIN * _AFFILIATION_CHARS)
+        if text:
+            shown.append(clip(text, _AFFILIATION_CHARS))
+            if len(shown) == limit:
+                break
+    if not shown:
+        return None
+    more = len(first) - len(shown)
+    unread = len(authors) > _AFFILIATION_AUTHORS_READ
+    return SEP.join(shown) + (f" +{more}" if more > 0 else "") + ("…" if unread else "")
 
 
 def _as_utc(moment: datetime) -> datetime:
@@ -240,8 +342,10 @@ def _day(moment: datetime) -> str:
 
 
 def _categories(paper: Paper) -> tuple[str, list[str]]:
-    primary = clip(_clean(paper.primary_category), _CATEGORY_CHARS) or "arXiv"
-    others = _distinct(clip(_clean(c), _CATEGORY_CHARS) for c in paper.categories)
+    chars = _RAW_MARGIN * _CATEGORY_CHARS
+    primary = clip(_clean(paper.primary_category, chars), _CATEGORY_CHARS) or "arXiv"
+    read = paper.categories[:_CATEGORIES_READ]
+    others = _distinct(clip(_clean(c, chars), _CATEGORY_CHARS) for c in read)
     return primary, [c for c in others if c.casefold() != primary.casefold()]
 
 
@@ -308,19 +412,36 @@ def category_colour(category: str) -> discord.Colour:
     return discord.Colour(_FALLBACK_COLOURS[zlib.crc32(family.encode()) % len(_FALLBACK_COLOURS)])
 
 
+def _id_text(paper: Paper) -> str:
+    return _clean(paper.versioned_id, _ID_CHARS)
+
+
 def _title_text(paper: Paper) -> str:
-    arxiv_id = _clean(paper.arxiv_id)
-    return _readable(paper.title[:1024]) or (f"arXiv:{arxiv_id}" if arxiv_id else "Untitled paper")
+    arxiv_id = _clean(paper.arxiv_id, _ID_CHARS)
+    readable = _readable(paper.title, _RAW_MARGIN * TITLE_LIMIT)
+    return readable or (f"arXiv:{arxiv_id}" if arxiv_id else "Untitled paper")
+
+
+@dataclass(frozen=True, slots=True)
+class _Abstract:
+    """The abstract made readable once, for up to `chars` characters; trimmed to any length below."""
+
+    text: str
+    cut: bool  # the raw text was longer than what was read
+
+    @classmethod
+    def of(cls, paper: Paper, chars: int) -> _Abstract:
+        raw_cap = _RAW_MARGIN * max(chars, 0) + 200
+        return cls(_readable(paper.abstract, raw_cap), len(paper.abstract) > raw_cap)
+
+    def trimmed(self, chars: int) -> str:
+        if self.cut and self.text:
+            chars = min(chars, len(self.text) - 1)  # the raw cut must still show as "…"
+        return trim_at_sentence(self.text, chars)
 
 
 def _abstract_text(paper: Paper, chars: int) -> str:
-    """Readable abstract trimmed to `chars`; the raw text is cut first so pylatexenc never sees megabytes."""
-    raw_cap = 4 * chars + 500
-    raw = paper.abstract[:raw_cap]
-    text = _readable(raw)
-    if len(paper.abstract) > raw_cap and text:
-        chars = min(chars, len(text) - 1)  # the raw cut must still show as "…"
-    return trim_at_sentence(text, chars)
+    return _Abstract.of(paper, chars).trimmed(chars)
 
 
 SUGGESTED = "\x00suggested"
@@ -329,19 +450,23 @@ SUGGESTED_NOTE = "suggested: close to this topic's papers"
 
 
 def _topics_text(topics: Sequence[str]) -> str:
-    names = _distinct(clip(_clean(t), _TOPIC_CHARS) for t in topics if t != SUGGESTED)
+    names = _distinct(
+        clip(_clean(t, _RAW_MARGIN * _TOPIC_CHARS), _TOPIC_CHARS)
+        for t in topics[:_TOPICS_READ]
+        if t != SUGGESTED
+    )
     note = f" ({SUGGESTED_NOTE})" if SUGGESTED in topics else ""
     return clip("Matched: " + SEP.join(names), _FOOTER_TOPICS_CHARS - len(note)) + note if names else ""
 
 
 def _note(text: str | None, limit: int) -> str:
     """A comment or journal ref, readable and clipped; the raw text is cut first to bound LaTeX work."""
-    return clip(_readable((text or "")[: 4 * limit]), limit)
+    return clip(_readable(text, _RAW_MARGIN * limit), limit)
 
 
 def _doi_parts(paper: Paper) -> tuple[str, str | None]:
     """(DOI shown, its https://doi.org link or None). arXiv may list several DOIs: link the first."""
-    doi = _clean((paper.doi or "")[:URL_LIMIT])
+    doi = _clean(paper.doi, URL_LIMIT)
     first = doi.split(" ")[0] if doi else ""
     return doi, _valid_url(f"https://doi.org/{quote(first, safe='/')}") if first else None
 
@@ -362,30 +487,49 @@ def _fields(paper: Paper) -> list[tuple[str, str, bool]]:
     doi, doi_url = _doi_parts(paper)
     if doi:
         shown = clip(doi, _JOURNAL_CHARS)
-        value = f"[{_md_link_text(shown)}]({doi_url})" if doi_url else _md(shown)
+        # The bot's own link: its target is doi.org, whatever the DOI's text says.
+        value = f"[{_md(shown)}]({doi_url})" if doi_url else _md(shown)
         fields.append(("DOI", value, True))
     return [(name, _safe(value, FIELD_VALUE_LIMIT), inline) for name, value, inline in fields if value]
 
 
-def _description(paper: Paper, budget: int, abstract_chars: int) -> str:
-    """Affiliations, the meta line, then the abstract sized so the escaped whole fits in `budget`."""
-    header = []
-    affiliations = format_affiliations(paper.authors)
-    if affiliations:
-        header.append(f"*{_md(affiliations)}*")
-    header.append(_meta_line(paper, markdown=True))
-    head = neutralise_mentions("\n".join(header))
-    room = budget - len(head) - 2  # the blank line between header and abstract
-    chars = min(max(abstract_chars, 0), room)
-    body = ""
+# Abstract characters a card keeps before its notes fields and its affiliations line give way.
+_DESCRIPTION_KEPT = 250
+
+
+def _abstract_body(paper: Paper, chars: int, room: int) -> str:
+    """The abstract as inert markdown in at most `room` characters, trimmed to `chars` or fewer."""
+    chars = min(max(chars, 0), room)
+    if chars <= 0:
+        return ""
+    abstract = _Abstract.of(paper, chars)  # converted once; only trimming and escaping repeat
     while chars > 0:
-        body = neutralise_mentions(_md(_abstract_text(paper, chars)))
+        body = _md(abstract.trimmed(chars))
         if len(body) <= room:
-            break
+            return body
         # Escaping grows the text: shrink in proportion, by at least one character.
         chars = min(chars - 1, chars * room // max(len(body), 1))
-        body = ""
-    return clip(f"{head}\n\n{body}" if body else head, budget)
+    return ""
+
+
+def _heads(paper: Paper) -> list[str]:
+    """The description's first lines, fullest first: affiliations and the meta line, or the meta line."""
+    meta = _meta_line(paper, markdown=True)
+    affiliations = format_affiliations(paper.authors)
+    heads = [f"*{_md(affiliations)}*\n{meta}", meta] if affiliations else [meta]
+    return [neutralise_mentions(head) for head in heads]
+
+
+def _description(paper: Paper, heads: Sequence[str], budget: int, abstract_chars: int) -> str:
+    """A head, then the abstract sized so the escaped whole fits in `budget`. When room is short the
+    affiliations line goes first, then the abstract shrinks."""
+    fitting = [h for h in heads if len(h) <= budget]
+    if not fitting:
+        return ""
+    wanted = min(max(abstract_chars, 0), _DESCRIPTION_KEPT) + 2  # 2: the blank line
+    head = next((h for h in fitting if budget - len(h) >= wanted), fitting[-1])
+    body = _abstract_body(paper, abstract_chars, budget - len(head) - 2)
+    return f"{head}\n\n{body}" if body else head
 
 
 def paper_embed(
@@ -394,9 +538,15 @@ def paper_embed(
     topics: Sequence[str] = (),
     abstract_chars: int = DEFAULT_ABSTRACT_CHARS,
     authors_shown: int = 3,
+    budget: int = EMBED_TOTAL_LIMIT,
 ) -> discord.Embed:
     """The paper card: authors above a linked title, affiliations and meta line, the abstract, notes fields,
-    matched topics in the footer, a colour per archive and the v1 date as timestamp."""
+    matched topics in the footer, a colour per archive and the v1 date as timestamp.
+
+    At most `budget` characters count toward the message's 6,000 (cards of a digest share them). What
+    gives way to a small budget: the notes fields (DOI, journal, comment), then the affiliations line, then
+    the abstract; only a budget too small for those clips the footer, the authors and the title."""
+    budget = min(max(budget, 1), EMBED_TOTAL_LIMIT)
     embed = discord.Embed(
         title=_safe(_title_text(paper), TITLE_LIMIT),
         url=_valid_url(paper.abs_url),
@@ -409,11 +559,96 @@ def paper_embed(
     for name, value, inline in _fields(paper):
         embed.add_field(name=name, value=value, inline=inline)
     # " • " like Discord's own separator before the timestamp; " · " stays inside the topic list.
-    footer = " • ".join(p for p in (_topics_text(topics), f"arXiv:{_clean(paper.versioned_id)}") if p)
+    footer = " • ".join(p for p in (_topics_text(topics), f"arXiv:{_id_text(paper)}") if p)
     embed.set_footer(text=_safe(footer, FOOTER_LIMIT))
-    budget = min(DESCRIPTION_LIMIT, EMBED_TOTAL_LIMIT - embed_size(embed))
-    embed.description = _description(paper, budget, abstract_chars) or None
+    heads = _heads(paper)
+    kept = len(heads[0]) + 2 + min(max(abstract_chars, 0), _DESCRIPTION_KEPT)
+    while embed.fields and budget - embed_size(embed) < kept:
+        embed.remove_field(-1)
+    room = min(DESCRIPTION_LIMIT, budget - embed_size(embed))
+    embed.description = _description(paper, heads, room, abstract_chars) or None
+    _squeeze(embed, budget)
     return embed
+
+
+def _squeeze(embed: discord.Embed, budget: int) -> None:
+    """Last resort for a tiny budget: clip the footer, then the author line, then the title."""
+    over = embed_size(embed) - budget
+    if over > 0 and embed.footer.text:
+        text = clip(embed.footer.text, len(embed.footer.text) - over)
+        if text:
+            embed.set_footer(text=text)
+        else:
+            embed.remove_footer()
+        over = embed_size(embed) - budget
+    if over > 0 and embed.author.name:
+        name = clip(embed.author.name, len(embed.author.name) - over)
+        if name:
+            embed.set_author(name=name)
+        else:
+            embed.remove_author()
+        over = embed_size(embed) - budget
+    if over > 0 and embed.title:
+        embed.title = clip(embed.title, max(len(embed.title) - over, 1))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Digests: up to ten compact cards in one message, within the 6,000 characters all its embeds share
+
+DIGEST_ABSTRACT_CHARS = 280
+# What the cards of one digest may use together: Discord's 6,000 less a margin, so a digest never meets
+# the limit however Discord rounds (a 400 for size is still handled by the worker: it splits the digest).
+DIGEST_EMBEDS_CHARS = EMBED_TOTAL_LIMIT - 300
+
+DigestItem = tuple[Paper, Sequence[str]]
+
+
+def digest_embeds(items: Sequence[DigestItem], *, total: int = DIGEST_EMBEDS_CHARS) -> list[discord.Embed]:
+    """One compact card per paper, all of them within `total` characters: cards smaller than an equal
+    share keep their natural size and leave the rest to the others, which shrink to a common cap."""
+    if len(items) > EMBEDS_PER_MESSAGE:
+        raise ValueError(f"a message holds at most {EMBEDS_PER_MESSAGE} embeds, not {len(items)}")
+    embeds = [paper_embed(p, topics=t, abstract_chars=DIGEST_ABSTRACT_CHARS) for p, t in items]
+    cap = _fair_cap([embed_size(e) for e in embeds], total)
+    return [
+        embed
+        if embed_size(embed) <= cap
+        else paper_embed(paper, topics=topics, abstract_chars=DIGEST_ABSTRACT_CHARS, budget=cap)
+        for embed, (paper, topics) in zip(embeds, items, strict=True)
+    ]
+
+
+def _fair_cap(sizes: Sequence[int], total: int) -> int:
+    """The largest cap such that sum(min(size, cap)) <= total (water-filling)."""
+    left = total
+    for i, size in enumerate(sorted(sizes)):
+        share = left // (len(sizes) - i)
+        if size > share:
+            return share
+        left -= size
+    return total
+
+
+def _digest_topics(items: Sequence[DigestItem]) -> list[str]:
+    names = {_clean(t, _RAW_MARGIN * _TOPIC_CHARS) for _, topics in items for t in topics[:_TOPICS_READ]}
+    return sorted(n for n in names if n)
+
+
+def _papers_text(count: int) -> str:
+    return "1 new paper" if count == 1 else f"{count} new papers"
+
+
+def digest_content(items: Sequence[DigestItem]) -> str:
+    """The line above a digest's cards: "**10 new papers** for RL Post-Training · Reward Modeling"."""
+    names = SEP.join(_md(clip(name, _TOPIC_CHARS)) for name in _digest_topics(items)) or "your topics"
+    return clip(f"**{_papers_text(len(items))}** for {names}", CONTENT_LIMIT)
+
+
+def digest_thread_name(items: Sequence[DigestItem]) -> str:
+    """A digest's forum post title (plain text): "10 new papers: RL Post-Training · Reward Modeling"."""
+    names = SEP.join(_digest_topics(items))
+    text = f"{_papers_text(len(items))}: {names}" if names else _papers_text(len(items))
+    return _safe(text, THREAD_NAME_LIMIT)
 
 
 def embed_size(embed: discord.Embed) -> int:
@@ -447,11 +682,10 @@ def paper_compact_line(paper: Paper) -> str:
     tail_parts = [_md(authors), _md(primary), _day(paper.published)]
     tail = " — " + SEP.join(part for part in tail_parts if part)
     url = _valid_url(paper.abs_url)
-    escape = _md_link_text if url else _md
     avail = COMPACT_LINE_LIMIT - len(tail) - (len(f"[](<{url}>)") if url else 0)
     title, chars, shown = _title_text(paper), avail, ""
     while chars > 0:
-        shown = escape(clip(title, chars))
+        shown = _md(clip(title, chars))
         if len(shown) <= avail:
             break
         chars = min(chars - 1, chars * avail // len(shown))  # escaping grew it: shrink in proportion
@@ -484,7 +718,7 @@ def paper_console(
     lines: list[str] = wrap(_title_text(paper))
     lines += wrap(format_authors(paper.authors, limit=width * 2))
     lines += wrap(format_affiliations(paper.authors) or "")
-    lines += wrap(_meta_line(paper, markdown=False) + SEP + f"arXiv:{_clean(paper.versioned_id)}")
+    lines += wrap(_meta_line(paper, markdown=False) + SEP + f"arXiv:{_id_text(paper)}")
     abstract = _abstract_text(paper, max(abstract_chars, 0))
     if abstract:
         lines += ["", *wrap(abstract)]
@@ -498,6 +732,6 @@ def paper_console(
     if notes_lines:
         lines.append("")
         lines += [line for block in notes_lines for line in block]
-    lines += ["", *wrap(paper.abs_url)]
+    lines += ["", *wrap(paper.abs_url[:URL_LIMIT])]
     rule = "─" * min(width, 100)
     return "\n".join([rule, *lines, rule])

@@ -46,13 +46,14 @@ class Scheduler:
         self._scheduler.add_job(
             self.deliver, IntervalTrigger(seconds=settings.deliver_interval_seconds), id="deliver", **common
         )
-        self._scheduler.add_job(self.digests, CronTrigger(minute=0), id="digests", **common)
+        # digest_hour is an hour of UTC: the top of a UTC hour, not of the host's (UTC+5:30 would post at :30).
+        self._scheduler.add_job(self.digests, CronTrigger(minute=0, timezone="UTC"), id="digests", **common)
         # The learned scorer learns from the history as it grows: daily, and at once when there is no model yet.
         scorer = self.ctx.services.topics.scorer
         soon = {"next_run_time": self.ctx.clock.now() + timedelta(minutes=5)}  # (None would pause the job)
         self._scheduler.add_job(
             self.retrain,
-            CronTrigger(hour=RETRAIN_HOUR, minute=30),
+            CronTrigger(hour=RETRAIN_HOUR, minute=30, timezone="UTC"),
             id="retrain",
             max_instances=1,
             coalesce=True,

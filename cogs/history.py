@@ -14,7 +14,7 @@ from discord.ext import commands
 from bot.app import PaperBot
 from bot.errors import PaperwatchError
 from bot.models import Paper, SearchHit, TopicRow, split_arxiv_id
-from bot.render import SUGGESTED_NOTE, clip, neutralise_mentions, paper_compact_line, paper_embed, paper_view
+from bot.render import SUGGESTED_NOTE, clip, inert_markdown, paper_compact_line, paper_embed, paper_view
 from bot.services.history import (
     HIGHLIGHT_END,
     HIGHLIGHT_START,
@@ -88,8 +88,8 @@ def _paired(text: str) -> str:
 
 
 def highlight(snippet: str, limit: int = SNIPPET_LIMIT) -> str:
-    """The FTS5 snippet as markdown: escaped and unable to ping first, then the markers become bold, so
-    nothing in a paper's text can open or close formatting. At most `limit` characters."""
+    """The FTS5 snippet as markdown: made inert first (bot.render.inert_markdown), then the markers become
+    bold, so nothing in a paper's text can format, link or ping. At most `limit` characters."""
     kept = (
         ch for ch in snippet if ch in _MARKS or ch.isspace() or unicodedata.category(ch) not in ("Cc", "Cs")
     )
@@ -97,7 +97,7 @@ def highlight(snippet: str, limit: int = SNIPPET_LIMIT) -> str:
     plain = plain.replace(HIGHLIGHT_START + HIGHLIGHT_END, "")
     chars = limit
     while chars > 0:
-        escaped = neutralise_mentions(discord.utils.escape_markdown(_paired(clip(plain, chars))))
+        escaped = inert_markdown(_paired(clip(plain, chars)))
         text = escaped.replace(HIGHLIGHT_START, "**").replace(HIGHLIGHT_END, "**")
         if len(text) <= limit:
             return text

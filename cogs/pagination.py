@@ -9,7 +9,7 @@ from typing import Any
 
 import discord
 
-from bot.render import clip, neutralise_mentions
+from bot.render import clip, inert_markdown
 
 CONTENT_LIMIT = 2000  # Discord's limit for message content
 DESCRIPTION_LIMIT = 4096  # and for an embed description
@@ -20,7 +20,7 @@ NOT_YOURS = "Only the person who ran the command can turn pages. Run it yourself
 def inline_text(text: str, limit: int) -> str:
     """User-given text (topic names, queries) shown inside markdown: one line, escaped, unable to ping,
     clipped."""
-    return clip(neutralise_mentions(discord.utils.escape_markdown(" ".join(text.split()))), limit)
+    return clip(inert_markdown(" ".join(text.split())), limit)
 
 
 @dataclass(frozen=True, slots=True)

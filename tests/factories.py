@@ -1,4 +1,4 @@
-"""Paper values for tests: realistic defaults, every field overridable."""
+"""Paper values for tests, the one place a test builds a Paper: realistic defaults, every field overridable."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 from bot.models import Author, Paper
 
 BASE_TIME = datetime(2026, 11, 16, 9, 30, tzinfo=UTC)
+TEXT_TIME = datetime(2026, 3, 2, 18, 0, tzinfo=UTC)  # text_paper's date
 
 
 def make_paper(n: int = 1, **fields: Any) -> Paper:
@@ -40,3 +41,44 @@ ROBOT = make_paper(
     categories=("cs.RO",),
     primary_category="cs.RO",
 )
+
+
+def text_paper(
+    title: str = "",
+    abstract: str = "",
+    authors: tuple[str, ...] = ("Ada Lovelace",),
+    categories: tuple[str, ...] = ("cs.LG",),
+    arxiv_id: str = "2603.01234",
+    comment: str | None = None,
+    journal_ref: str | None = None,
+) -> Paper:
+    """A paper with exactly these text fields and no other words to match (authors by plain name, the first
+    category primary): what the query, matcher and catalog tests match against."""
+    return make_paper(
+        arxiv_id=arxiv_id,
+        title=title,
+        abstract=abstract,
+        authors=tuple(Author(name) for name in authors),
+        primary_category=categories[0],
+        categories=categories,
+        published=TEXT_TIME,
+        comment=comment,
+        journal_ref=journal_ref,
+    )
+
+
+def rl_paper(n: int, **fields: Any) -> Paper:
+    """A paper the catalog's RL Post-Training (and GRPO) topics match."""
+    return make_paper(
+        n,
+        title=f"GRPO for reasoning language models, part {n}",
+        abstract="We fine-tune LLMs with GRPO and verifiable rewards.",
+        **fields,
+    )
+
+
+def plain_paper(n: int, title: str | None = None, **fields: Any) -> Paper:
+    """A paper of a field no catalog topic covers."""
+    return make_paper(
+        n, title=title or f"Graph colouring heuristics {n}", abstract="We colour graphs.", **fields
+    )

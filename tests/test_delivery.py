@@ -3,6 +3,7 @@ crashes at each step, digests."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
@@ -11,6 +12,7 @@ from bot.clock import FakeClock
 from bot.delivery import (
     ChannelGone,
     DeliveryWorker,
+    PostRejected,
     RetryLater,
     enqueue_for_new_papers,
     more_papers_text,
@@ -249,6 +251,87 @@ async def test_digest_posts_once_a_day_at_its_hour_in_messages_of_ten(store: Sto
         "digest"
     }
     assert (await w.deliver_digests(hour=9)).sent == 0
+
+
+def too_big_over(papers: int, kinds: tuple[str, ...] = ("digest",)) -> Callable[[Post], None]:
+    """Discord's answer to a post over its size limits: 400, here for posts of these kinds with more
+    than `papers` papers."""
+
+    def reject(post: Post) -> None:
+        if post.kind in kinds and len(post.papers) > papers:
+            raise PostRejected("Discord rejected the post (400: Invalid Form Body)")
+
+    return reject
+
+
+async def digest_of(store: Store, clock: FakeClock, count: int) -> list[Paper]:
+    rl = await topic(store, clock, "RL")
+    await follow(store, clock, rl, mode="digest", hour=9)
+    papers = [make_paper(i, published=clock.now() - timedelta(minutes=100 - i)) for i in range(count)]
+    await arrive(store, clock, papers, {p.arxiv_id: {rl} for p in papers})
+    return papers
+
+
+async def test_a_digest_rejected_for_size_is_posted_in_halves_and_loses_nothing(
+    store: Store, clock: FakeClock
+) -> None:
+    papers = await digest_of(store, clock, 10)
+    poster = RecordingPoster(before=too_big_over(3))
+    report = await worker(store, poster, clock).deliver_digests(hour=9)
+    assert (report.sent, report.failed) == (10, 0)
+    assert [len(p.papers) for p in poster.posts] == [2, 3, 2, 3]
+    assert [a for p in poster.posts for a in p.papers] == [p.arxiv_id for p in papers]  # in order, once
+    assert await store.deliveries.counts(GUILD) == {"sent": 10}
+    assert len({p.nonce for p in poster.posts}) == 4
+
+
+async def test_papers_rejected_even_alone_are_posted_as_lines(store: Store, clock: FakeClock) -> None:
+    papers = await digest_of(store, clock, 3)
+    poster = RecordingPoster(before=too_big_over(0, kinds=("digest", "card")))
+    report = await worker(store, poster, clock).deliver_digests(hour=9)
+    assert (report.sent, report.failed) == (3, 0)
+    assert [(p.kind, p.papers) for p in poster.posts] == [("line", [p.arxiv_id]) for p in papers]
+
+
+async def test_a_card_rejected_by_discord_is_posted_as_a_line(store: Store, clock: FakeClock) -> None:
+    rl = await topic(store, clock, "RL")
+    await follow(store, clock, rl)
+    paper = make_paper(1)
+    await arrive(store, clock, [paper], {paper.arxiv_id: {rl}})
+    poster = RecordingPoster(before=too_big_over(0, kinds=("card",)))
+    assert (await worker(store, poster, clock).deliver_once()).sent == 1
+    assert [(p.kind, p.papers, p.topics) for p in poster.posts] == [("line", [paper.arxiv_id], [("RL",)])]
+
+
+async def test_only_a_paper_whose_line_is_rejected_too_is_marked_failed(
+    store: Store, clock: FakeClock
+) -> None:
+    await digest_of(store, clock, 2)
+    poster = RecordingPoster(before=too_big_over(0, kinds=("digest", "line")))
+    report = await worker(store, poster, clock).deliver_digests(hour=9)
+    assert (report.sent, report.failed) == (0, 2) and poster.posts == []
+    assert await store.deliveries.counts(GUILD) == {"failed": 2}
+
+
+async def test_a_rate_limit_while_posting_halves_leaves_the_rest_queued(
+    store: Store, clock: FakeClock
+) -> None:
+    papers = await digest_of(store, clock, 10)
+    busy = iter([False, True])  # the first half goes through, the second meets a 429
+
+    def reject_or_busy(post: Post) -> None:
+        too_big_over(5)(post)
+        if next(busy, False):
+            raise RetryLater("429 Too Many Requests", retry_after=60)
+
+    poster = RecordingPoster(before=reject_or_busy)
+    w = worker(store, poster, clock)
+    first = await w.deliver_digests(hour=9)
+    assert (first.sent, first.retried, first.failed) == (5, 5, 0)
+    assert await store.deliveries.counts(GUILD) == {"sent": 5, "pending": 5}  # none stuck in 'sending'
+    clock.advance(61)
+    assert (await w.deliver_digests(hour=9)).sent == 5
+    assert [a for p in poster.posts for a in p.papers] == [p.arxiv_id for p in papers]
 
 
 async def test_each_follow_wins_over_digest_in_the_same_channel(store: Store, clock: FakeClock) -> None:

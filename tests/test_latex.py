@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
-from bot.latex import latex_to_text
+import bot.latex
+from bot.latex import PIECE_MAX, latex_to_text, pieces
 from tests.shared_files import FIXTURES
 
 ATOM = {"a": "http://www.w3.org/2005/Atom"}
@@ -43,6 +47,8 @@ ATOM = {"a": "http://www.w3.org/2005/Atom"}
         (r"M\"uller and Sch\'{e}ma", "Müller and Schéma"),
         (r"shown in \cite{smith}.", "shown in."),
         ("10--20 tokens", "10–20 tokens"),
+        (r"$x^{2$ and \textbf{bold", "x² and bold"),  # unclosed braces read as if closed at the end
+        (r"$\frac{1}{2$ rate", "1/2 rate"),
     ],
 )
 def test_latex_examples_come_out_readable(source: str, expected: str) -> None:
@@ -165,3 +171,92 @@ def test_deep_nesting_falls_back_instead_of_raising() -> None:
     text = "{" * 5000 + "x" + "}" * 5000 + " in $O(n)$, costs $3"
     out = latex_to_text(text)
     assert out.endswith("x" + "}" * 5000 + " in O(n), costs $3")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Work linear in the length: counted, not timed (the timings are in bench/)
+
+
+def _work(convert: Callable[[str], object], text: str) -> int:
+    """Function calls, Python and built-in, made while converting `text`: a count that cannot be a clock."""
+    calls = 0
+
+    def profile(_frame: object, event: str, _arg: object) -> None:
+        nonlocal calls
+        if event in ("call", "c_call"):
+            calls += 1
+
+    sys.setprofile(profile)
+    try:
+        convert(text)
+    finally:
+        sys.setprofile(None)
+    return calls
+
+
+def _repeat(unit: str, size: int) -> str:
+    return (unit * (size // len(unit) + 1))[:size]
+
+
+_PROSE = r"We bound $O(n^2)$ for the \emph{sparse} case, with {\sim}15% gains at $\epsilon_i$. "
+
+
+@pytest.mark.parametrize(
+    "unit",
+    [
+        r"_\mathrm{",  # a script macro whose brace never closes: was a scan to the end per macro
+        "$",  # renders to a long run of whitespace: was a quadratic regex on it
+        "\\",
+        "{",
+        "x^",
+        "\\alpha_{",
+        "$x^{",  # unclosed groups: the tolerant parser nested all that follows ever deeper
+        _PROSE,
+    ],
+    ids=["script-macro", "dollars", "backslashes", "braces", "carets", "macros", "nested", "prose"],
+)
+def test_work_grows_linearly_with_the_length(unit: str) -> None:
+    small, large = _work(latex_to_text, _repeat(unit, 25_000)), _work(latex_to_text, _repeat(unit, 100_000))
+    assert large <= 4.4 * small, (small, large)
+
+
+@pytest.mark.parametrize("unit", [r"\frac{", r"\sqrt[", r"\href{", r"$\frac{x^{"])
+def test_unclosed_arguments_cost_linear_work_not_exponential(unit: str) -> None:
+    # pylatexenc's tolerant parser retried these exponentially: 16 took seconds, 30 would take hours.
+    assert _work(latex_to_text, unit * 16) <= 2.5 * _work(latex_to_text, unit * 8)
+    assert latex_to_text(unit * 40).startswith(unit.replace("$", "")[:4])
+
+
+def test_long_text_is_converted_in_bounded_pieces_that_read_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = _repeat(_PROSE, 100_000)
+    seen: list[int] = []
+    convert = bot.latex._convert
+
+    def counting(piece: str) -> str:
+        seen.append(len(piece))
+        return convert(piece)
+
+    monkeypatch.setattr(bot.latex, "_convert", counting)
+    out = latex_to_text(text)
+    assert max(seen) <= PIECE_MAX and sum(seen) <= len(text)
+    # Read the same as converting it whole would: every complete sentence exactly as on its own.
+    assert out.startswith(" ".join([convert(_PROSE)] * (len(text) // len(_PROSE))))
+    assert "O(n²)" in out and "$" not in out and "\\emph" not in out
+
+
+def test_pieces_are_cut_only_between_plain_words_at_top_level() -> None:
+    group = [r"$a b$", "one", "two", r"{c d}", "three", r"\textbf x", "four", r"\begin{e} f \end{e}", "five"]
+    words = ["plain"] * 700 + group * 300
+    cut = pieces(" ".join(words))
+    assert cut is not None and len(cut) > 3
+    for piece in cut:
+        assert len(piece) <= PIECE_MAX
+        assert piece.count("$") % 2 == 0 and piece.count("{") == piece.count("}")
+        assert piece.count("\\begin") == piece.count("\\end")
+        assert not piece.rstrip().endswith("\\textbf")
+
+
+def test_text_without_a_safe_cut_falls_back_to_plain_text() -> None:
+    text = "{" * 3000 + "$x$ and " * 1000 + "}" * 3000
+    assert pieces(text) is None
+    assert latex_to_text(text).startswith("{" * 3000 + "x and x and")

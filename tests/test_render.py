@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import re
+import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import discord
@@ -12,12 +16,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
+from bot.delivery import more_papers_text
 from bot.models import Author, Paper
 from bot.render import (
     DEFAULT_ABSTRACT_CHARS,
+    DIGEST_EMBEDS_CHARS,
+    digest_content,
+    digest_embeds,
+    digest_thread_name,
     embed_size,
     format_affiliations,
     format_authors,
+    inert_markdown,
     neutralise_mentions,
     paper_compact_line,
     paper_console,
@@ -26,7 +36,12 @@ from bot.render import (
     thread_name,
     trim_at_sentence,
 )
+from bot.store import PendingDelivery
+from bot.store.search import HIGHLIGHT_END, HIGHLIGHT_START
+from cogs.history import highlight
+from cogs.pagination import inline_text
 from tests.factories import make_paper
+from tests.markdown_links import live_links
 from tests.shared_files import FIXTURES
 
 LIVE_MENTION = re.compile(r"@everyone|@here|<@!?\d+>|<@&\d+>|<#\d+>")
@@ -119,7 +134,7 @@ def test_journal_ref_gets_its_own_field_and_long_comment_is_not_inline() -> None
 def test_doi_with_unsafe_characters_is_percent_encoded_in_its_link() -> None:
     paper = make_paper(doi="10.1002/(SICI)1097<12>")
     (field,) = paper_embed(paper).fields
-    assert field.value == "[10.1002/(SICI)1097<12>](https://doi.org/10.1002/%28SICI%291097%3C12%3E)"
+    assert field.value == "[10.1002/(SICI)1097\\<12\\>](https://doi.org/10.1002/%28SICI%291097%3C12%3E)"
 
 
 def test_abstract_is_trimmed_at_a_sentence_near_the_limit() -> None:
@@ -383,6 +398,21 @@ _HOSTILE = st.sampled_from(
         "𝒪",
         "\\mathcal{O}",
         "$x^2$",
+        "[1]",
+        "[github.com/lab/repo](https://evil.example/phish)",
+        "[x](<https://evil.example/a>)",
+        "](",
+        "https://evil.example/b",
+        "<https://evil.example/c>",
+        "HTTP://evil.example/d",
+        "://",
+        "\\[",
+        "- ",
+        "1. ",
+        "# ",
+        "-# ",
+        "<t:0>",
+        "</cmd:1>",
     ]
 )
 _TEXT = st.lists(st.one_of(_HOSTILE, st.text(max_size=40)), max_size=30).map("".join)
@@ -475,3 +505,181 @@ def test_trim_at_sentence_never_exceeds_the_limit(text: str, limit: int) -> None
 @given(text=_TEXT)
 def test_neutralised_text_has_no_live_mention(text: str) -> None:
     assert LIVE_MENTION.search(neutralise_mentions(text)) is None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Links: only the bot's own. Text from a paper (or a user) can form none, wherever it becomes markdown.
+
+
+def own_links(paper: Paper) -> set[str]:
+    """The bot's own links: the paper's abstract page and its DOI's page."""
+    embed = paper_embed(paper)
+    doi = [t for f in embed.fields if f.name == "DOI" for t in live_links(f.value)]
+    return {paper.abs_url, *doi}
+
+
+def test_live_links_sees_what_discord_links() -> None:
+    assert live_links("[a](https://x.y) and https://z.w/p") == ["https://x.y", "https://z.w/p"]
+    assert live_links(r"\[a](https://x.y) \\[b](<https://v.w>)") == ["https://x.y", "https://v.w"]
+    assert live_links(r"\[a\](https\://x.y) https\://z.w") == []
+
+
+def test_a_masked_link_after_a_bracket_in_the_abstract_stays_text() -> None:
+    # discord.utils.escape_markdown escapes only the first "[" of a line: the second link stayed live.
+    forged = "We cite [1] and release code at [github.com/lab/repo](https://evil.example/phish)."
+    paper = make_paper(abstract=forged, comment=forged, authors=(Author("A", (forged,)),))
+    embed = paper_embed(paper)
+    for text in [embed.description or "", *(f.value for f in embed.fields)]:
+        assert live_links(text) == []
+    assert embed.description.endswith(
+        r"We cite \[1\] and release code at \[github.com/lab/repo\](https\://evil.example/phish)."
+    )
+
+
+def test_inert_markdown_keeps_the_text_and_breaks_every_form() -> None:
+    assert (
+        inert_markdown("a_b *c* `d` ~~e~~ ||f|| <g> #h") == r"a\_b \*c\* \`d\` \~\~e\~\~ \|\|f\|\| \<g\> \#h"
+    )
+    assert inert_markdown("see https://x.org/a_b") == r"see https\://x.org/a\_b"
+    assert inert_markdown("- item") == r"\- item"
+    assert inert_markdown("12. item") == r"12\. item"
+    assert inert_markdown("1.5 times, a-b") == "1.5 times, a-b"  # no list, nothing to escape
+    assert inert_markdown("C:\\temp") == "C:\\\\temp"
+    assert inert_markdown("@everyone") == "@\u200beveryone"
+
+
+_SETTINGS_LINKS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@_SETTINGS_LINKS
+@given(paper=papers, topics=topic_lists, text=_TEXT)
+def test_no_paper_or_user_text_forms_a_link_anywhere(paper: Paper, topics: list[str], text: str) -> None:
+    own = own_links(paper)
+    embed = paper_embed(paper, topics=topics)
+    digest = digest_embeds([(paper, topics)] * 3)
+    pending = PendingDelivery(1, 1, 1, "each", "pending", 0, paper, (text, *topics))
+    snippet = f"{text} {HIGHLIGHT_START}{paper.abstract[:100]}{HIGHLIGHT_END} {paper.title[:100]}"
+    markdown = [
+        embed.description or "",
+        *(f.value for f in embed.fields),
+        *(e.description or "" for e in digest),
+        *(f.value for e in digest for f in e.fields),
+        digest_content([(paper, [text, *topics])]),
+        paper_compact_line(paper),
+        highlight(snippet),
+        more_papers_text([pending]),
+        inline_text(text, 100),
+    ]
+    for shown in markdown:
+        assert set(live_links(shown)) <= own, shown
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Hostile entries cost what an ordinary card costs (counted, not timed: the timings are in bench/)
+
+
+def _calls(render: Callable[[], object]) -> int:
+    """Function calls, Python and built-in, made by `render`: a count of work that cannot be a clock."""
+    calls = 0
+
+    def profile(_frame: object, event: str, _arg: object) -> None:
+        nonlocal calls
+        if event in ("call", "c_call"):
+            calls += 1
+
+    sys.setprofile(profile)
+    try:
+        render()
+    finally:
+        sys.setprofile(None)
+    return calls
+
+
+def _render_everything(paper: Paper) -> None:
+    paper_embed(paper, topics=["RL Post-Training"])
+    paper_compact_line(paper)
+    thread_name(paper)
+    paper_console(paper)
+    digest_embeds([(paper, ["RL Post-Training"])] * 10)
+
+
+_ORDINARY = make_paper(
+    title=r"GD $^2$ PO: Group Decoupled Policy Optimisation with $\alpha$-divergence",
+    abstract=(
+        r"We cut compute by $4\times$ and gain {\sim}15% on MATH with $\mathcal{O}(n^2)$ memory. " * 22
+    )[:1920],
+    authors=tuple(Author(f"Author {i}", (f"University {i % 4}",)) for i in range(12)),
+    comment="Accepted at ICLR 2026. 32 pages, 11 figures; code at https://github.com/lab/gd2po",
+    journal_ref="Proc. ICLR 2026",
+    doi="10.1234/abc_def",
+)
+_HUGE = r"\frac{x_\mathrm{" + "_\\mathrm{a} $x^{" * 70_000
+
+
+@functools.cache
+def _ordinary_calls() -> int:
+    return _calls(lambda: _render_everything(_ORDINARY))
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        dataclasses.replace(_ORDINARY, authors=(Author("\\alpha " + "a" * 50_000), *_ORDINARY.authors)),
+        dataclasses.replace(_ORDINARY, authors=(Author("A. Author", ("Lab",)),) * 1_000_000),
+        dataclasses.replace(_ORDINARY, authors=tuple(Author(f"A {i}", (f"Lab {i}",)) for i in range(20_000))),
+        dataclasses.replace(_ORDINARY, authors=(Author("A", ("Dept " + _HUGE,)),)),
+        dataclasses.replace(_ORDINARY, title=_HUGE, abstract=_HUGE * 10, comment=_HUGE, journal_ref=_HUGE),
+        dataclasses.replace(_ORDINARY, doi=_HUGE, primary_category=_HUGE, categories=(_HUGE,) * 100_000),
+        dataclasses.replace(_ORDINARY, title=r"\frac{" * 30, abstract=r"\sqrt[" * 30, comment=r"\href{" * 30),
+    ],
+    ids=["50k-name", "1M-authors", "20k-affiliations", "1M-affiliation", "1M-texts", "1M-ids", "exponential"],
+)
+def test_a_hostile_entry_renders_for_the_cost_of_an_ordinary_card(hostile: Paper) -> None:
+    assert _calls(lambda: _render_everything(hostile)) <= 2 * _ordinary_calls()
+    embed = paper_embed(hostile)
+    _assert_within_limits(embed)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Digests: ten cards in one message, within the 6,000 characters they share
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+@given(ten=st.lists(papers, min_size=1, max_size=10), topics=topic_lists)
+def test_a_digest_always_fits_one_message(ten: list[Paper], topics: list[str]) -> None:
+    items = [(paper, topics[i:]) for i, paper in enumerate(ten)]
+    embeds = digest_embeds(items)
+    assert len(embeds) == len(items)
+    for embed in embeds:
+        _assert_within_limits(embed)
+    assert sum(embed_size(e) for e in embeds) <= DIGEST_EMBEDS_CHARS
+    content = digest_content(items)
+    assert 0 < len(content) <= 2000 and LIVE_MENTION.search(content) is None
+    name = digest_thread_name(items)
+    assert 0 < len(name) <= 100 and LIVE_MENTION.search(name) is None
+
+
+@_SETTINGS
+@given(paper=papers, budget=st.integers(1, 6000))
+def test_a_card_fits_any_budget(paper: Paper, budget: int) -> None:
+    embed = paper_embed(paper, topics=["RL Post-Training"], budget=budget)
+    assert embed_size(embed) <= budget and embed.title
+
+
+def test_a_small_budget_takes_the_notes_then_the_affiliations_then_the_abstract() -> None:
+    full = paper_embed(_ORDINARY, abstract_chars=280)
+    seen = set()
+    for budget in range(200, 1000, 15):
+        embed = paper_embed(_ORDINARY, abstract_chars=280, budget=budget)
+        assert embed_size(embed) <= budget
+        affiliations = embed.description.startswith("*University 0")
+        abstract = len(embed.description.split("\n\n")[1]) if "\n\n" in embed.description else 0
+        if embed.fields:
+            assert affiliations
+        if affiliations:  # what a card keeps of its abstract (250, cut at a sentence) before they go
+            assert abstract >= 0.6 * 250
+        seen.add((len(embed.fields), affiliations, abstract >= 0.6 * 250))
+        assert (embed.title, embed.author.name) == (full.title, full.author.name)  # never squeezed here
+    assert {(3, True, True), (0, True, True), (0, False, True), (0, False, False)} <= seen, seen

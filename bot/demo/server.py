@@ -38,7 +38,7 @@ def _element(parent: etree._Element, ns: str, tag: str, text: str) -> None:
 
 
 def _feed(entries: Sequence[Entry], *, total: int, start: int, per_page: int, title: str) -> bytes:
-    feed = etree.Element(f"{{{ATOM_NS}}}feed", nsmap=_NSMAP)  # type: ignore[arg-type]
+    feed = etree.Element(f"{{{ATOM_NS}}}feed", nsmap=_NSMAP)
     _element(feed, ATOM_NS, "id", "http://127.0.0.1/paperwatch-demo")
     _element(feed, ATOM_NS, "title", title)
     _element(feed, ATOM_NS, "updated", datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
@@ -52,7 +52,7 @@ def _feed(entries: Sequence[Entry], *, total: int, start: int, per_page: int, ti
 
 def _error_feed(message: str) -> bytes:
     """arXiv's answer to a query it cannot run: one entry whose id is .../api/errors."""
-    feed = etree.Element(f"{{{ATOM_NS}}}feed", nsmap=_NSMAP)  # type: ignore[arg-type]
+    feed = etree.Element(f"{{{ATOM_NS}}}feed", nsmap=_NSMAP)
     _element(feed, OPENSEARCH_NS, "totalResults", "1")
     _element(feed, OPENSEARCH_NS, "startIndex", "0")
     _element(feed, OPENSEARCH_NS, "itemsPerPage", "1")

@@ -25,7 +25,7 @@ from bot.errors import PaperwatchError
 from bot.models import TopicRow, find_named, fold_name, topic_key
 from bot.store import Store
 from bot.store.protocol import TopicNameTaken
-from bot.topics.hierarchy import Hierarchy
+from bot.topic_tree import Hierarchy
 from bot.topics.index import TopicIndex
 from bot.topics.query import MAX_QUERY_LENGTH as MAX_QUERY_LENGTH  # re-exported: the option's bound
 from bot.topics.query import TopicQuery, parse_query

@@ -182,7 +182,7 @@ def _parse_entry(entry: etree._Element) -> Paper:
     # with a million authors (or links, or categories) costs a count, not a million steps here.
     found: dict[str, etree._Element] = {}
     for child in islice(entry.iterchildren(*_SCALAR_TAGS), _SCALAR_SCAN):
-        found.setdefault(child.tag, child)  # the first of each; an entry holds one of each
+        found.setdefault(str(child.tag), child)  # the first of each; an entry holds one of each
     raw_id, title, abstract = (_text(found, tag) for tag in (_ID, _TITLE, _SUMMARY))
     if raw_id and "/api/errors" in raw_id:
         message = limits.clip(abstract, limits.ABSTRACT) or limits.clip(title, limits.TITLE)

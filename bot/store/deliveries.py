@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -63,7 +64,9 @@ class DeliveryRepo:
             " AND d.next_attempt_at <= ? ORDER BY d.created_at, p.published, d.id",
             (channel_id, mode, *statuses, to_ts(now) if now is not None else 2**62),
         )
-        return await with_card_topics(self.db, [_pending(r) for r in rows])
+        # Decoding a page of rows (authors' JSON) is CPU work: off the event loop, as commands wait on it.
+        pending = await asyncio.to_thread(lambda: [_pending(r) for r in rows])
+        return await with_card_topics(self.db, pending)
 
     async def in_flight(self, *, console: bool = False) -> list[PendingDelivery]:
         """Deliveries claimed for sending when the process stopped: sent or not, nobody knows yet."""

@@ -176,7 +176,7 @@ class BackfillRepository(Protocol):
 
 class TopicRepository(Protocol):
     """Topics and their matches. Topics form a tree (`TopicRow.parent_id`, checked by the caller with
-    bot.topics.hierarchy); matches are stored for the closure: a topic holds its own query's matches and,
+    bot.topic_tree); matches are stored for the closure: a topic holds its own query's matches and,
     marked as held through a descendant, those of its descendants of the same owner (catalog or one server)."""
 
     async def save(

@@ -18,7 +18,7 @@ from bot.models import CATALOG_GUILD, Paper, PendingDelivery, TopicRow, find_nam
 from bot.store.database import Database
 from bot.store.papers import paper_filter, paper_from_row, to_ts
 from bot.store.protocol import TopicNameTaken
-from bot.topics.hierarchy import Hierarchy
+from bot.topic_tree import Hierarchy
 
 
 def _topic(row: aiosqlite.Row) -> TopicRow:
@@ -110,7 +110,7 @@ class TopicRepo:
 
     async def set_parent(self, topic_id: int, parent_id: int | None, at: datetime) -> bool:
         """Put a topic under another (None: at the top); returns whether that moved it. The caller checks the
-        tree (bot/topics/hierarchy.py) and recomputes the rows ancestors hold through it (rebuild_inherited).
+        tree (bot/topic_tree.py) and recomputes the rows ancestors hold through it (rebuild_inherited).
         Raises LookupError for an unknown topic."""
         async with self.db.transaction() as conn:
             before = await self.get(topic_id)

@@ -17,7 +17,7 @@ from typing import Any
 
 from bot.errors import ConfigError
 from bot.models import fold_name, topic_key
-from bot.topics.hierarchy import Hierarchy, HierarchyError
+from bot.topic_tree import Hierarchy, HierarchyError
 from bot.topics.query import QuerySyntaxError, TopicQuery, parse_query
 
 _SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -40,8 +40,8 @@ class CatalogTopic:
     definition: str = ""  # what belongs and what does not, in the catalog's words (description is the gist)
 
 
-def catalog_hierarchy(catalog: list[CatalogTopic]) -> Hierarchy:
-    """The catalog's tree by slug (see bot.topics.hierarchy for the matching rule)."""
+def catalog_hierarchy(catalog: list[CatalogTopic]) -> Hierarchy[str]:
+    """The catalog's tree by slug (see bot.topic_tree for the matching rule)."""
     return Hierarchy({topic.slug: topic.parent for topic in catalog})
 
 

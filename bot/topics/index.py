@@ -6,7 +6,7 @@ the history for a query is one loop, `confirmed`: the full-text prefilter's cand
 confirmed by the exact evaluator in a worker thread, so a long scan never holds the event loop. History matching,
 /search and the CLI's `match` all read through it.
 
-The tree (bot/topics/hierarchy.py) is applied when matches are written, not when they are read: a paper that a
+The tree (bot/topic_tree.py) is applied when matches are written, not when they are read: a paper that a
 topic's own query matches is stored for that topic and for each ancestor of the same owner (the catalog, or one
 server), marked as held through a descendant. So posts, /latest, /search topic:, /momentum and its share stay
 plain queries over stored rows, and cost what they cost without a tree. When a topic's query, place or existence
@@ -30,13 +30,17 @@ from typing import TypeVar
 from bot.clock import Clock
 from bot.models import CATALOG_GUILD, Paper, TopicRow, UpsertResult
 from bot.store import Store
+from bot.topic_tree import Hierarchy, HierarchyError
 from bot.topics.catalog import CatalogError, CatalogTopic
-from bot.topics.hierarchy import Hierarchy, HierarchyError
 from bot.topics.matcher import Matcher
 from bot.topics.query import PaperText, TopicQuery, parse_query
 
 log = logging.getLogger(__name__)
 HISTORY_BATCH = 1000  # papers evaluated per trip to the worker thread
+# New papers are matched on the event loop (the index is mutated there too, so no thread may read it), a
+# slice at a time with a yield between slices: ~100 papers cost ~15 ms, so a 2,000-paper page never holds
+# commands back for more than that.
+MATCH_SLICE = 100
 T = TypeVar("T")
 
 
@@ -260,8 +264,14 @@ class TopicIndex:
         """Inside the papers' transaction: match those that are new or have a new version, record the matches
         for the closure (each topic's lineage), and return them. Returned, not kept here: a /paper lookup may
         store a paper while a poll is between its two steps."""
-        changed = set(result.new) | set(result.updated)
-        direct = self.matcher.match_many(p for p in papers if p.arxiv_id in changed)
+        changed_ids = set(result.new) | set(result.updated)
+        changed = [p for p in papers if p.arxiv_id in changed_ids]
+        direct: dict[str, set[int]] = {}
+        for start in range(0, len(changed), MATCH_SLICE):
+            if start:
+                await asyncio.sleep(0)  # let a command in between two slices
+            for arxiv_id, topic_ids in self.matcher.match_many(changed[start : start + MATCH_SLICE]).items():
+                direct.setdefault(arxiv_id, set()).update(topic_ids)
         found = PaperMatches()
         own: list[tuple[int, str]] = []
         through: set[tuple[int, str]] = set()

@@ -2,7 +2,7 @@
 
 A labels folder holds `records.jsonl` (one arXiv record per line: id, title, abstract, authors, categories,
 primary_category, published) and `labels.csv` (`arxiv_id,topic,label,note`; label 1 = belongs, 0 = does not).
-Each topic is evaluated with the hierarchy's rule (bot.topics.hierarchy): a paper matches a topic when the
+Each topic is evaluated with the hierarchy's rule (bot.topic_tree): a paper matches a topic when the
 topic's own query or a descendant's matches it, which is what a follower of the topic receives.
 
 `python -m bot.topics.relevance [--labels DIR] [--topic NAME] [--half A|B]` prints the table, then every miss

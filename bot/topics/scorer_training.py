@@ -27,9 +27,9 @@ import numpy as np
 from bot.clock import Clock, SystemClock
 from bot.models import CATALOG_GUILD, Paper
 from bot.store import Store
+from bot.topic_tree import Hierarchy
 from bot.topics import scorer_store
 from bot.topics.catalog import CatalogTopic, catalog_hierarchy
-from bot.topics.hierarchy import Hierarchy
 from bot.topics.relevance import LabelSet, load_labels
 from bot.topics.scorer import (
     LABEL_WEIGHT,

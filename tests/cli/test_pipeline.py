@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 from datetime import timedelta
 from pathlib import Path
 
@@ -18,23 +17,12 @@ from tests.fakes.arxiv_server import FakeArxiv, rss_feed
 NOW = FakeClock().now()  # what the command's clock reads
 
 
-@pytest.fixture
-def settings_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A fresh folder, without .env and without the developer's settings."""
-    for name in list(os.environ):
-        if name.startswith(("DISCORD_", "ARXIV_", "DATABASE_", "PAPERWATCH_", "LOG_LEVEL")):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
 async def test_poll_once_reads_the_feed_after_the_api_and_prints_both(
-    settings_env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    cli_env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     recent = make_paper(1, published=NOW - timedelta(hours=20))
     late = make_paper(2, published=NOW - timedelta(days=9))  # older than the poll's range
-    db = settings_env / "db.sqlite3"
+    db = cli_env / "db.sqlite3"
     async with FakeArxiv([recent, late]) as arxiv:
         arxiv.set_rss(rss_feed([(recent, "new"), (late, "new")], announced=NOW), cats="cs.AI+cs.LG")
         for name, value in {
@@ -60,7 +48,7 @@ async def test_poll_once_reads_the_feed_after_the_api_and_prints_both(
 
 
 async def test_watch_shows_a_paper_only_the_feed_announces_as_a_new_card(
-    settings_env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    cli_env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     late = make_paper(
         3, title="GRPO post-training for reasoning language models", published=NOW - timedelta(days=9)
@@ -70,7 +58,7 @@ async def test_watch_shows_a_paper_only_the_feed_announces_as_a_new_card(
         for name, value in {
             "ARXIV_API_URL": arxiv.url,
             "ARXIV_RSS_URL": arxiv.rss_url,
-            "DATABASE_PATH": str(settings_env / "db.sqlite3"),
+            "DATABASE_PATH": str(cli_env / "db.sqlite3"),
             "ARXIV_MIN_INTERVAL_SECONDS": "0",
             "ARXIV_CATEGORIES": "cs.LG",
         }.items():

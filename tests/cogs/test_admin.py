@@ -9,15 +9,8 @@ from typing import Any
 import discord as dpy
 
 from bot.clock import FakeClock
-from tests.cogs.test_follow import (
-    MEMBER,
-    RL,
-    OverwriteDiscord,
-    invoke,
-    plain_paper,
-    public_reply,
-    rl_paper,
-)
+from tests.cogs.world import MEMBER, RL, OverwriteDiscord, invoke, public_reply
+from tests.factories import plain_paper, rl_paper
 from tests.fakes.arxiv_server import FakeArxiv
 from tests.fakes.atom import RawEntry, entry_xml, hostile_entry
 from tests.fakes.discord_server import EPHEMERAL, MANAGE_GUILD

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -20,48 +20,32 @@ from bot.topics.catalog import CatalogTopic
 from bot.topics.index import TopicIndex
 from bot.topics.query import parse_query
 from cogs.follow import fit_lines, follow_message
-from tests.factories import BASE_TIME, make_paper
+from tests.cogs.world import (
+    MANAGE_CHANNELS,
+    MEMBER,
+    RL,
+    OverwriteDiscord,
+    ephemeral_reply,
+    invoke,
+    public_reply,
+    store_as_polled,
+)
+from tests.factories import BASE_TIME, make_paper, plain_paper, rl_paper
 from tests.fakes.arxiv_server import FakeArxiv
 from tests.fakes.discord_server import (
     ALL_PERMISSIONS,
     EMBED_LINKS,
     EPHEMERAL,
     MANAGE_GUILD,
-    SEND_MESSAGES,
     SEND_MESSAGES_IN_THREADS,
-    USE_APPLICATION_COMMANDS,
-    VIEW_CHANNEL,
     Channel,
-    FakeDiscord,
     Guild,
     Interaction,
     Member,
 )
 from tests.harness import running_paperbot, store_of
 
-MANAGE_CHANNELS = 1 << 4
-MEMBER = VIEW_CHANNEL | SEND_MESSAGES | USE_APPLICATION_COMMANDS
-RL = "RL Post-Training"
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
-
-
-class OverwriteDiscord(FakeDiscord):
-    """The fake plus member permission overwrites on a channel (it models only the bot's own), so a member can
-    hold Manage Channels on one channel and nowhere else."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.member_allows: dict[int, dict[int, int]] = {}
-
-    def allow(self, channel: Channel, member: Member, permissions: int) -> None:
-        self.member_allows.setdefault(channel.id, {})[member.id] = permissions
-
-    def _overwrites(self, channel: Channel) -> list[dict[str, Any]]:
-        extra = [
-            {"id": str(member_id), "type": 1, "allow": str(bits), "deny": "0"}
-            for member_id, bits in self.member_allows.get(channel.id, {}).items()
-        ]
-        return super()._overwrites(channel) + extra
 
 
 @dataclass
@@ -118,63 +102,13 @@ async def running(
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Helpers
-
-
-def rl_paper(n: int, **fields: Any) -> Paper:
-    return make_paper(
-        n,
-        title=f"GRPO for reasoning language models, part {n}",
-        abstract="We fine-tune LLMs with GRPO and verifiable rewards.",
-        **fields,
-    )
-
-
-def plain_paper(n: int, title: str | None = None, **fields: Any) -> Paper:
-    return make_paper(
-        n, title=title or f"Graph colouring heuristics {n}", abstract="We colour graphs.", **fields
-    )
-
-
-async def ingest(bot: PaperBot, papers: Sequence[Paper]) -> None:
-    """Store papers exactly like a poll does: matched, and queued for the follows that want them."""
-    await bot.ctx.intake.store_papers(papers, announce=True)
-
-
-async def invoke(
-    discord: FakeDiscord, guild: Guild, where: Channel, member: Member, command: str, /, **options: Any
-) -> Interaction:
-    """Run a command typed in `where`; keyword arguments are its options (including `channel`)."""
-    return await discord.invoke(
-        guild, where, member, command, [{"name": k, "value": v} for k, v in options.items()]
-    )
-
-
-async def public_reply(interaction: Interaction) -> str:
-    """The follow-up that fills a public "thinking" message."""
-    response = await interaction.wait_response()
-    assert response["type"] == 5 and not (response.get("data") or {}).get("flags", 0) & EPHEMERAL
-    [message] = await interaction.wait_followups(1)
-    assert not message["flags"] & EPHEMERAL
-    return message["content"]
-
-
-async def ephemeral_reply(interaction: Interaction) -> str:
-    """An immediate private answer (errors and lists)."""
-    response = await interaction.wait_response()
-    assert response["type"] == 4, response
-    assert response["data"]["flags"] & EPHEMERAL
-    return response["data"].get("content") or ""
-
-
-# ---------------------------------------------------------------------------------------------------------
 # /follow
 
 
 async def test_follow_catalog_topic_previews_then_posts_only_new_matches(running: Any) -> None:
     bot, discord, w = running
     history = [rl_paper(n) for n in (1, 2, 3, 4)]  # rl_paper(1) is the newest
-    await ingest(bot, [*history, plain_paper(5)])
+    await store_as_polled(bot, [*history, plain_paper(5)])
 
     content = await public_reply(await invoke(discord, w.guild, w.papers, w.admin, "follow", topic=RL))
 
@@ -195,7 +129,7 @@ async def test_follow_catalog_topic_previews_then_posts_only_new_matches(running
 
     later = BASE_TIME + timedelta(days=2)
     fresh = [rl_paper(101, published=later), rl_paper(102, published=later)]
-    await ingest(bot, [*fresh, plain_paper(103, published=later)])
+    await store_as_polled(bot, [*fresh, plain_paper(103, published=later)])
     report = await bot.worker.deliver_once()
     again = await bot.worker.deliver_once()
 
@@ -211,7 +145,7 @@ async def test_follow_with_a_new_query_creates_and_later_changes_this_servers_to
     bot, discord, w = running
     sparse = [plain_paper(n, f"Sparse attention for long documents {n}") for n in (1, 2)]
     linear = plain_paper(3, "Linear attention at scale")
-    await ingest(bot, [*sparse, linear, plain_paper(4)])
+    await store_as_polled(bot, [*sparse, linear, plain_paper(4)])
 
     created = await public_reply(
         await invoke(
@@ -316,7 +250,7 @@ async def test_follow_needs_manage_permissions_and_a_channel_the_bot_can_post_in
 async def test_follow_a_forum_posts_each_paper_as_a_thread(running: Any) -> None:
     bot, discord, w = running
     await public_reply(await invoke(discord, w.guild, w.papers, w.admin, "follow", topic=RL, channel=w.forum))
-    await ingest(bot, [rl_paper(1, published=NOW - timedelta(hours=1))])
+    await store_as_polled(bot, [rl_paper(1, published=NOW - timedelta(hours=1))])
     report = await bot.worker.deliver_once()
     assert report.sent == 1
     [thread] = discord.threads(w.forum.id)
@@ -398,7 +332,7 @@ def crowd(n: int) -> list[Paper]:
 
 async def test_queries_that_would_scan_the_whole_history_are_refused_with_how_to_narrow(running: Any) -> None:
     bot, discord, w = running
-    await ingest(bot, crowd(1200))
+    await store_as_polled(bot, crowd(1200))
 
     async def refusal(query: str) -> str:
         return await ephemeral_reply(
@@ -470,7 +404,7 @@ async def test_unfollowing_the_last_channel_keeps_the_topic_and_only_a_manager_d
 async def test_a_servers_topic_wins_over_a_catalog_topic_of_the_same_name(running: Any) -> None:
     bot, discord, w = running
     widget, quantum = plain_paper(1, "Widget assembly lines"), plain_paper(2, "Quantum sensing")
-    await ingest(bot, [widget, quantum])
+    await store_as_polled(bot, [widget, quantum])
     await public_reply(
         await invoke(
             discord, w.guild, w.papers, w.admin, "follow", topic="Quantum Widgets", query="ti:widget"
@@ -538,7 +472,7 @@ async def test_topics_lists_follows_and_unfollow_removes_them(running: Any) -> N
     bot, discord, w = running
     for options in ({"channel": w.papers}, {"channel": w.other, "mode": "digest", "digest_hour": 6}):
         await public_reply(await invoke(discord, w.guild, w.papers, w.admin, "follow", topic=RL, **options))
-    await ingest(bot, [rl_paper(1, published=NOW - timedelta(hours=1))])
+    await store_as_polled(bot, [rl_paper(1, published=NOW - timedelta(hours=1))])
     await bot.worker.deliver_once()  # the 'each' follow posts; the digest one waits for 06:00
 
     response = await (await invoke(discord, w.guild, w.papers, w.member, "topics")).wait_response()

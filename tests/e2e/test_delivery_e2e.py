@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from datetime import timedelta
 from pathlib import Path
 
 from bot.clock import FakeClock
+from bot.models import Author, Paper
+from bot.sources.arxiv_api import parse_feed
 from tests.e2e.helpers import (
     OTHER_TITLES,
     RL_TITLES,
@@ -18,7 +22,51 @@ from tests.e2e.helpers import (
 from tests.factories import make_paper
 from tests.fakes.arxiv_server import FakeArxiv
 from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.openapi_validator import EMBEDS_TOTAL_MAX, embed_characters, message_limit_violations
 from tests.harness import running_paperbot
+from tests.shared_files import FIXTURES
+
+_LABS = [
+    "Department of Computer Science, Tsinghua University, Beijing, China",
+    "Google DeepMind, London, United Kingdom",
+    "Mila - Quebec Artificial Intelligence Institute, Université de Montréal",
+    "Max Planck Institute for Intelligent Systems, Tübingen, Germany",
+    "Shanghai Artificial Intelligence Laboratory",
+    "Paul G. Allen School of Computer Science & Engineering, University of Washington",
+]
+_NAMES = [
+    "Wei Zhang",
+    "Maria García-López",
+    "Oluwaseun Adeyemi",
+    "Hiroshi Tanaka",
+    "Anna Kowalska",
+    "Rahul Iyer",
+]
+
+
+def real_looking(clock: FakeClock, count: int) -> list[Paper]:
+    """Real arXiv entries (recorded abstracts, comments and authors; the longest comments first) with an RL
+    post-training title, a long author list with affiliations, and a submission in the last hours."""
+    real = parse_feed((FIXTURES / "api_query_testing_100.xml").read_bytes()).papers
+    chosen = sorted(real, key=lambda p: -len(p.comment or ""))[:count]
+    papers = []
+    for i, paper in enumerate(chosen):
+        extra = [
+            Author(f"{_NAMES[k % len(_NAMES)]} {i}-{k}", (_LABS[k % len(_LABS)], _LABS[(k + 1) % len(_LABS)]))
+            for k in range(24)
+        ]
+        papers.append(
+            dataclasses.replace(
+                paper,
+                title=f"{RL_TITLES[i % len(RL_TITLES)]}: {paper.title}",
+                authors=(*paper.authors, *extra),
+                primary_category="cs.LG",
+                categories=("cs.LG", *paper.categories),
+                published=clock.now() - timedelta(hours=1, minutes=i),
+                updated=clock.now() - timedelta(hours=1, minutes=i),
+            )
+        )
+    return papers
 
 
 async def test_poll_posts_exactly_the_matching_papers_once(
@@ -192,3 +240,46 @@ async def test_digest_posts_at_its_hour_within_discords_limits(
             "RL from Human Feedback · RL with Verifiable Rewards · Reward Modeling"
         )
         assert sorted(embed_urls(messages)) == sorted(p.abs_url for p in arxiv.papers)
+
+
+async def test_a_digest_of_ten_real_looking_papers_fits_in_one_message_and_loses_none(
+    tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv, clock: FakeClock
+) -> None:
+    guild = discord.add_guild("Lab")
+    channel = discord.add_text_channel(guild, "digest")
+    async with running_paperbot(tmp_path, discord, arxiv, clock=clock) as bot:
+        await first_poll(bot)
+        await follow(bot, guild.id, channel.id, "RL Post-Training", mode="digest")
+        arxiv.papers = real_looking(clock, 10)
+        await bot.ctx.ingestor().poll_once()
+        report = await bot.worker.deliver_digests(hour=8)
+        assert (report.sent, report.failed) == (10, 0)
+        [message] = discord.messages(channel.id)
+        assert message_limit_violations(message) == []
+        assert sum(embed_characters(e) for e in message["embeds"]) <= EMBEDS_TOTAL_MAX
+        assert sorted(embed_urls([message])) == sorted(p.abs_url for p in arxiv.papers)
+        # Shrunk, not emptied: every card keeps its authors, a meta line and the start of its abstract.
+        for embed in message["embeds"]:
+            assert re.search(r", .+ \+\d\d$", embed["author"]["name"])
+            assert "\n\n" in embed["description"]
+
+
+async def test_a_digest_discord_rejects_is_posted_again_in_halves(
+    tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv, clock: FakeClock
+) -> None:
+    guild = discord.add_guild("Lab")
+    channel = discord.add_text_channel(guild, "digest")
+    async with running_paperbot(tmp_path, discord, arxiv, clock=clock) as bot:
+        await first_poll(bot)
+        await follow(bot, guild.id, channel.id, "RL Post-Training", mode="digest")
+        arxiv.papers = real_looking(clock, 10)
+        await bot.ctx.ingestor().poll_once()
+        discord.fail_next("POST /channels/{id}/messages", 400)  # as Discord answers a message over its limits
+        report = await bot.worker.deliver_digests(hour=8)
+        assert (report.sent, report.failed) == (10, 0)
+        messages = discord.messages(channel.id)
+        assert [len(m["embeds"]) for m in messages] == [5, 5]
+        # Each half says how many papers it holds; the topics named are the most specific the papers matched.
+        assert [m["content"].split(" for ")[0] for m in messages] == ["**5 new papers**"] * 2
+        assert sorted(embed_urls(messages)) == sorted(p.abs_url for p in arxiv.papers)
+        assert (await bot.services.status.of_server(guild.id)).deliveries == {"sent": 10}

@@ -4,7 +4,6 @@ the middle of a delivery batch and started again, it posts every paper exactly o
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import socket
 import sqlite3
@@ -17,12 +16,11 @@ from bot.config import Settings
 from bot.context import open_context
 from bot.ingest import source_key
 from bot.store import open_store
+from tests.cli.process import clean_env
 from tests.e2e.helpers import RL_TITLES, embed_urls
 from tests.factories import make_paper
 from tests.fakes.arxiv_server import FakeArxiv
 from tests.fakes.discord_server import FakeDiscord
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def sent(db: Path) -> int:
@@ -31,14 +29,11 @@ def sent(db: Path) -> int:
 
 
 async def start_bot(env: dict[str, str], log: Path) -> asyncio.subprocess.Process:
-    settings = ("DISCORD_", "ARXIV_", "DATABASE_", "PAPERWATCH_", "LOG_LEVEL")
-    full = {k: v for k, v in os.environ.items() if not k.startswith(settings)}
-    full.update(env, PYTHONPATH=str(REPO), XDG_DATA_HOME=str(log.parent / "xdg-data"))
     return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "bot",
-        env=full,
+        env=clean_env(env, log.parent),
         cwd=log.parent,
         stdout=log.open("ab"),
         stderr=asyncio.subprocess.STDOUT,

@@ -15,6 +15,7 @@ from lxml import etree
 
 from bot.models import Paper
 from bot.sources.arxiv_api import ARXIV_NS, ATOM_NS, OPENSEARCH_NS
+from tests.factories import make_paper
 
 _NSMAP = {None: ATOM_NS, "arxiv": ARXIV_NS, "opensearch": OPENSEARCH_NS}
 _FEED_UPDATED = datetime(2026, 11, 20, 0, 0, tzinfo=UTC)
@@ -114,17 +115,12 @@ def hostile_entry(case: str, published: datetime | None = None) -> RawEntry:
 
 
 def _hostile_base() -> Paper:
-    when = datetime(2026, 11, 1, tzinfo=UTC)
-    return Paper(
+    return make_paper(
         arxiv_id=HOSTILE_ID,
-        version=1,
         title="A hostile entry",
         abstract="Nothing to see.",
         authors=(),
-        primary_category="cs.LG",
-        categories=("cs.LG", "cs.AI"),
-        published=when,
-        updated=when,
+        published=datetime(2026, 11, 1, tzinfo=UTC),
     )
 
 

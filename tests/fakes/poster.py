@@ -15,7 +15,7 @@ class Crash(BaseException):
 @dataclass
 class Post:
     channel_id: int
-    kind: str  # card | digest | text
+    kind: str  # card | digest | line | text
     papers: list[str]
     topics: list[tuple[str, ...]]
     nonce: str
@@ -53,6 +53,9 @@ class RecordingPoster:
         return self._record(
             Post(channel_id, "digest", [p.arxiv_id for p, _ in items], [tuple(t) for _, t in items], nonce)
         )
+
+    async def post_line(self, channel_id: int, paper: Paper, topics: Sequence[str], nonce: str) -> int | None:
+        return self._record(Post(channel_id, "line", [paper.arxiv_id], [tuple(topics)], nonce))
 
     async def post_text(self, channel_id: int, text: str, nonce: str) -> int | None:
         return self._record(Post(channel_id, "text", [], [], nonce, text))

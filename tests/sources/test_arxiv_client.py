@@ -21,6 +21,7 @@ from bot.errors import ArxivQueryError, ArxivUnavailable, MalformedFeed
 from bot.models import Author, Paper
 from bot.sources.arxiv_api import ArxivClient, UnsafeFeed, category_query, submitted_range
 from bot.sources.polite_http import PoliteHttp, build_http_client
+from tests.factories import make_paper
 from tests.fakes.arxiv_server import FakeArxiv
 from tests.shared_files import FIXTURES
 
@@ -30,7 +31,7 @@ BASE = datetime(2026, 11, 1, 0, 0, tzinfo=UTC)
 
 
 def paper(arxiv_id: str, published: datetime, *cats: str, version: int = 1) -> Paper:
-    return Paper(
+    return make_paper(
         arxiv_id=arxiv_id,
         version=version,
         title=f"Paper {arxiv_id}",

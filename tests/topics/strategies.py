@@ -1,4 +1,5 @@
-"""Query-shaped papers and Hypothesis strategies shared by the query, FTS5 prefilter and matcher tests.
+"""Query-shaped papers (built by tests.factories.text_paper) and Hypothesis strategies shared by the query, FTS5
+prefilter and matcher tests.
 
 The words, names and categories are chosen to hit the hard cases of matching; the three test modules draw
 the same queries and papers, so a property that holds in one holds over the same ground in the others.
@@ -6,38 +7,9 @@ the same queries and papers, so a property that holds in one holds over the same
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from hypothesis import strategies as st
 
-from bot.models import Author, Paper
-from tests.factories import make_paper as make_any_paper
-
-WHEN = datetime(2026, 3, 2, 18, 0, tzinfo=UTC)
-
-
-def make_paper(
-    title: str = "",
-    abstract: str = "",
-    authors: tuple[str, ...] = ("Ada Lovelace",),
-    categories: tuple[str, ...] = ("cs.LG",),
-    arxiv_id: str = "2603.01234",
-    comment: str | None = None,
-    journal_ref: str | None = None,
-) -> Paper:
-    """A paper with exactly these text fields (authors by plain name), the first category primary."""
-    return make_any_paper(
-        arxiv_id=arxiv_id,
-        title=title,
-        abstract=abstract,
-        authors=tuple(Author(name) for name in authors),
-        primary_category=categories[0],
-        categories=categories,
-        published=WHEN,
-        comment=comment,
-        journal_ref=journal_ref,
-    )
-
+from tests.factories import text_paper
 
 # Words chosen to hit the hard cases: plurals (incl. ones Porter stems apart), hyphens vs closed compounds,
 # accents, ß and ligatures that FTS5 does not fold, words that are prefixes of others, stemmer traps.
@@ -86,7 +58,7 @@ queries = st.recursive(_leaf, _combine, max_leaves=5)
 _title = st.lists(st.sampled_from(TEXT_WORDS), min_size=1, max_size=6).map(" ".join)
 _abstract = st.lists(st.sampled_from(TEXT_WORDS), min_size=0, max_size=14).map(" ".join)
 papers = st.builds(
-    make_paper,
+    text_paper,
     title=_title,
     abstract=_abstract,
     authors=st.lists(st.sampled_from(NAMES), min_size=1, max_size=3, unique=True).map(tuple),

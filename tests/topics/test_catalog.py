@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import re
 import tomllib
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bot.errors import ConfigError
-from bot.models import Author, Paper
+from bot.models import Paper
 from bot.topics.catalog import CatalogError, CatalogTopic, catalog_hierarchy, find_topic, load_catalog
+from tests.factories import text_paper
 
 CATALOG_FILE = Path(__file__).parents[2] / "bot" / "topics" / "catalog.toml"
 EXAMPLES: dict[str, dict[str, list[dict[str, Any]]]] = tomllib.loads(
@@ -37,22 +37,11 @@ REQUIRED_NAMES = (
     "Recommender Systems",
 )  # fmt: skip
 
-PUBLISHED = datetime(2026, 3, 2, 18, 0, tzinfo=UTC)
 
-
-def make_paper(example: dict[str, Any], n: int = 1) -> Paper:
-    authors = tuple(Author(name) for name in example.get("authors", ["Jane Doe", "Wei Zhang"]))
-    return Paper(
-        arxiv_id=f"2603.{n:05d}",
-        version=1,
-        title=example["title"],
-        abstract=example["abstract"],
-        authors=authors,
-        primary_category="cs.LG",
-        categories=("cs.LG",),
-        published=PUBLISHED,
-        updated=PUBLISHED,
-    )
+def example_paper(example: dict[str, Any], n: int = 1) -> Paper:
+    """A labelled example (title, abstract, optional authors) as a paper."""
+    authors = tuple(example.get("authors", ["Jane Doe", "Wei Zhang"]))
+    return text_paper(example["title"], example["abstract"], authors, arxiv_id=f"2603.{n:05d}")
 
 
 def topic_matches(slug: str, paper: Paper) -> bool:
@@ -66,7 +55,7 @@ def mismatches(topic: CatalogTopic, kind: str, expected: bool) -> list[str]:
     return [
         ex["title"]
         for n, ex in enumerate(examples, start=1)
-        if topic_matches(topic.slug, make_paper(ex, n)) is not expected
+        if topic_matches(topic.slug, example_paper(ex, n)) is not expected
     ]
 
 
@@ -115,7 +104,7 @@ def test_a_paper_of_a_child_topic_reaches_the_parent_through_the_tree() -> None:
     # The site's RL Post-Training includes self-distillation and preference-tuned generators, which the
     # parent's own query does not name: its followers get them through the children.
     parent = BY_SLUG["rl-post-training"]
-    papers = [make_paper(ex, n) for n, ex in enumerate(EXAMPLES[parent.slug]["positive"], start=1)]
+    papers = [example_paper(ex, n) for n, ex in enumerate(EXAMPLES[parent.slug]["positive"], start=1)]
     through_children = [p.title for p in papers if not parent.query.matches(p)]
     assert "Quality-Gated Self-Distillation for GUI Grounding" in through_children
     assert all(topic_matches(parent.slug, p) for p in papers)
@@ -149,7 +138,7 @@ def test_topic_rejects_its_near_miss_negative_examples(slug: str) -> None:
 
 
 def test_an_off_field_paper_matches_no_topic() -> None:
-    paper = make_paper(
+    paper = example_paper(
         {
             "title": "On the Parity of Partition Functions in Arithmetic Progressions",
             "abstract": "We prove that the partition function takes even and odd values equally often in "
@@ -163,9 +152,9 @@ def test_an_off_field_paper_matches_no_topic() -> None:
 def test_keywords_that_are_also_first_names_are_scoped_to_the_abstract() -> None:
     # Bare terms search authors too (the Mamba control shows it), so a keyword that is also a common
     # first name (CARLA, the driving simulator) is written abs:CARLA and must not match an author.
-    paper = make_paper({"title": "A study", "abstract": "Nothing relevant here.", "authors": ["Mamba Jones"]})
+    paper = example_paper({"title": "A study", "abstract": "Nothing relevant here.", "authors": ["Mamba Jones"]})
     assert BY_SLUG["state-space-models"].query.matches(paper)
-    carla = make_paper({"title": "A study", "abstract": "Nothing relevant.", "authors": ["Carla Gomes"]})
+    carla = example_paper({"title": "A study", "abstract": "Nothing relevant.", "authors": ["Carla Gomes"]})
     assert not BY_SLUG["autonomous-driving"].query.matches(carla)
 
 
@@ -224,7 +213,7 @@ def test_a_small_valid_catalog_loads_in_file_order(tmp_path: Path) -> None:
     assert [t.slug for t in topics] == ["b-topic", "a-topic"]
     assert topics[1].description == "Spans two lines."
     assert topics[0].categories == ()
-    assert topics[0].query.matches(make_paper({"title": "Dreamer returns", "abstract": "Short."}))
+    assert topics[0].query.matches(example_paper({"title": "Dreamer returns", "abstract": "Short."}))
 
 
 def test_duplicate_slug_error_names_both_topics(tmp_path: Path) -> None:

@@ -17,12 +17,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
+from bot.fts_tokenizer import FOLDING_TOKENIZER, PAPERS_TOKENIZER
 from bot.models import Paper
 from bot.store import Store
-from bot.store.fts import FOLDING_TOKENIZER, PAPERS_TOKENIZER
 from bot.topics.query import QuerySyntaxError, fold_words, fts_prefix_token, parse_query, porter_stem
+from tests.factories import text_paper
 from tests.shared_files import FIXTURES
-from tests.topics.strategies import make_paper, papers, queries
+from tests.topics.strategies import papers, queries
 
 FTS_SCHEMA = f"""
 CREATE TABLE papers (pk INTEGER PRIMARY KEY, title TEXT NOT NULL, abstract TEXT NOT NULL, authors TEXT NOT NULL);
@@ -94,7 +95,7 @@ def _recorded_papers() -> list[Paper]:
         root = etree.parse(str(FIXTURES / name)).getroot()
         for i, entry in enumerate(root.iterfind("a:entry", ns)):
             out.append(
-                make_paper(
+                text_paper(
                     title=" ".join(entry.findtext("a:title", "", ns).split()),
                     abstract=" ".join(entry.findtext("a:summary", "", ns).split()),
                     authors=tuple(a.findtext("a:name", "", ns) for a in entry.iterfind("a:author", ns)),
@@ -141,7 +142,7 @@ def test_any_parsed_query_gives_an_expression_sqlite_accepts(text: str) -> None:
     except QuerySyntaxError:
         return
     if expression is not None:
-        with fts_index([make_paper(title="a b")]) as db:
+        with fts_index([text_paper(title="a b")]) as db:
             candidates(db, expression)  # raises sqlite3.OperationalError on bad syntax
 
 
@@ -227,7 +228,7 @@ def test_prefix_token_survives_stemming_of_every_longer_word(prefix: str, tails:
     ],
 )
 def test_tricky_cases_stay_candidates(query: str, paper: dict[str, object], naive: str | None) -> None:
-    corpus = [make_paper(**paper), make_paper(title="unrelated words only")]  # type: ignore[arg-type]
+    corpus = [text_paper(**paper), text_paper(title="unrelated words only")]  # type: ignore[arg-type]
     parsed = parse_query(query)
     assert parsed.matches(corpus[0])
     expression = parsed.to_fts5()
@@ -263,6 +264,6 @@ def test_user_text_cannot_inject_fts_syntax() -> None:
     expression = query.to_fts5()
     assert expression is not None
     assert "NEAR(" not in expression and "title :" in expression
-    corpus = [make_paper(title="near title"), make_paper(title="abstract or"), make_paper(title="other")]
+    corpus = [text_paper(title="near title"), text_paper(title="abstract or"), text_paper(title="other")]
     with fts_index(corpus) as db:
         assert candidates(db, expression) == {0, 1}

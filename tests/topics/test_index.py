@@ -19,9 +19,9 @@ from bot.services.topics import TopicService
 from bot.store import SqliteStore, Store
 from bot.store.database import bundled_migrations
 from bot.topics.catalog import CatalogError, CatalogTopic, find_topic, load_catalog
-from bot.topics.index import TopicIndex
+from bot.topics.index import MATCH_SLICE, TopicIndex
 from bot.topics.query import parse_query
-from tests.factories import BASE_TIME, GRPO, ROBOT, make_paper
+from tests.factories import BASE_TIME, GRPO, ROBOT, make_paper, rl_paper
 
 
 async def test_catalog_topics_match_the_stored_history_at_start(store: Store, clock: FakeClock) -> None:
@@ -50,6 +50,43 @@ async def test_new_papers_are_matched_inside_their_transaction(store: Store, clo
     assert rl is not None and rl.id in matches.topics[GRPO.arxiv_id]
     assert rl.id not in matches.topics.get(ROBOT.arxiv_id, set())
     assert find_topic(catalog, "RL Post-Training") is not None
+
+
+async def test_a_large_page_is_matched_a_slice_at_a_time_with_commands_in_between(
+    store: Store, clock: FakeClock
+) -> None:
+    """Matching runs on the event loop: between two slices another task (a command) must get its turn."""
+    index = TopicIndex(store, clock)
+    await index.start([t for t in load_catalog() if t.name == "RL Post-Training"])
+    papers = [rl_paper(n) for n in range(1, 3 * MATCH_SLICE + 2)]
+    events: list[str] = []
+    match_many = index.matcher.match_many
+
+    def recording(batch: Any) -> dict[str, set[int]]:
+        batch = list(batch)
+        events.append(f"slice of {len(batch)}")
+        return match_many(batch)
+
+    index.matcher.match_many = recording  # type: ignore[method-assign]
+    stop = asyncio.Event()
+
+    async def command() -> None:
+        while not stop.is_set():
+            if events and events[-1] != "command":
+                events.append("command")
+            await asyncio.sleep(0)
+
+    other = asyncio.create_task(command())
+    async with store.transaction():
+        result = await store.papers.upsert(papers, seen_at=clock.now())
+        matches = await index.record_matches(result, papers)
+    stop.set()
+    await other
+    slices = [e for e in events if e.startswith("slice")]
+    assert slices == [f"slice of {MATCH_SLICE}"] * 3 + ["slice of 1"]
+    # the command ran after every slice but the last, before the next one began
+    assert events[: 2 * len(slices) - 1] == [e for s in slices[:-1] for e in (s, "command")] + [slices[-1]]
+    assert set(matches.topics) == {p.arxiv_id for p in papers}
 
 
 # ---- legacy rows re-keyed at start ------------------------------------------------------------------------

@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 from bot.models import Paper
 from bot.topics.matcher import Matcher
 from bot.topics.query import PaperText, QuerySyntaxError, TopicQuery, parse_query
-from tests.topics.strategies import make_paper, papers, queries
+from tests.factories import text_paper
+from tests.topics.strategies import papers, queries
 
 
 def _parsed(texts: list[str]) -> list[tuple[int, TopicQuery]]:
@@ -54,13 +55,13 @@ def test_removing_topics_keeps_the_index_exact(
 
 
 def test_add_replaces_and_remove_forgets() -> None:
-    paper = make_paper(title="Diffusion policies for robots")
+    paper = text_paper(title="Diffusion policies for robots")
     matcher = Matcher([(1, parse_query("ti:diffusion")), (2, parse_query("ti:transformer"))])
     assert matcher.match(paper) == {1}
 
     matcher.add(2, parse_query("ti:robot"))  # same id, new query: the old one is gone from the index
     assert matcher.match(paper) == {1, 2}
-    assert matcher.match(make_paper(title="transformer")) == set()
+    assert matcher.match(text_paper(title="transformer")) == set()
 
     matcher.remove(1)
     matcher.remove(1)  # idempotent
@@ -71,10 +72,10 @@ def test_add_replaces_and_remove_forgets() -> None:
 
 def test_topics_without_keys_are_evaluated_on_every_paper() -> None:
     matcher = Matcher([(1, parse_query("cat:cs.*")), (2, parse_query("diffus*")), (3, parse_query("robot"))])
-    paper = make_paper(title="Diffusive flows", categories=("cs.LG",))
+    paper = text_paper(title="Diffusive flows", categories=("cs.LG",))
     assert matcher.candidates(PaperText.of(paper)) == {1, 2}
     assert matcher.match(paper) == {1, 2}
-    assert matcher.match(make_paper(title="robots", categories=("stat.ML",))) == {3}
+    assert matcher.match(text_paper(title="robots", categories=("stat.ML",))) == {3}
 
 
 def test_the_index_prunes_topics_a_paper_cannot_match() -> None:
@@ -87,7 +88,7 @@ def test_the_index_prunes_topics_a_paper_cannot_match() -> None:
             (5, parse_query("cat:cs.LG AND quantum")),
         ]
     )
-    paper = make_paper(title="Attention for robots", categories=("cs.LG",))
+    paper = text_paper(title="Attention for robots", categories=("cs.LG",))
     # 1 is filed under its more selective word "diffusion", 5 under "quantum" rather than its category
     assert matcher.candidates(PaperText.of(paper)) == {3}
     assert matcher.match(paper) == {3}
@@ -96,9 +97,9 @@ def test_the_index_prunes_topics_a_paper_cannot_match() -> None:
 def test_match_many_maps_ids_of_matching_papers_only() -> None:
     matcher = Matcher([(7, parse_query("diffusion")), (8, parse_query("diffusion OR robot"))])
     corpus = [
-        make_paper(title="diffusion", arxiv_id="2601.00001"),
-        make_paper(title="robot", arxiv_id="2601.00002"),
-        make_paper(title="nothing", arxiv_id="2601.00003"),
+        text_paper(title="diffusion", arxiv_id="2601.00001"),
+        text_paper(title="robot", arxiv_id="2601.00002"),
+        text_paper(title="nothing", arxiv_id="2601.00003"),
     ]
     assert matcher.match_many(corpus) == {"2601.00001": {7, 8}, "2601.00002": {8}}
     assert matcher.match_many([]) == {}

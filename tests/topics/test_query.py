@@ -17,11 +17,12 @@ from bot.topics.query import (
     plurals_of,
     word_forms,
 )
-from tests.topics.strategies import make_paper, papers, queries
+from tests.factories import text_paper
+from tests.topics.strategies import papers, queries
 
 
 def matches(query: str, **paper: object) -> bool:
-    return parse_query(query).matches(make_paper(**paper))  # type: ignore[arg-type]
+    return parse_query(query).matches(text_paper(**paper))  # type: ignore[arg-type]
 
 
 # ---- Grammar and errors ----------------------------------------------------------------------------------
@@ -51,7 +52,7 @@ def test_parse_returns_a_query_or_a_positioned_syntax_error(text: str) -> None:
         assert caret_line == " " * err.position + "^"
         return
     # A parsed query must be usable everywhere without raising.
-    query.matches(make_paper(title="model", abstract="cs.LG"))
+    query.matches(text_paper(title="model", abstract="cs.LG"))
     query.to_fts5()
     query.to_arxiv()
     query.categories()
@@ -276,7 +277,7 @@ def test_categories_bind_every_match(text: str, bound: set[str]) -> None:
     # what it promises: a matching paper always has one of them
     if bound:
         for cats in (("cs.CL",), ("cs.RO", "cs.LG"), ("stat.ML",), ("math.CO",)):
-            paper = make_paper(title="a b parsing diffusion", abstract="a b", categories=cats)
+            paper = text_paper(title="a b parsing diffusion", abstract="a b", categories=cats)
             if query.matches(paper):
                 assert {c.casefold() for c in cats} & bound
 
@@ -319,6 +320,6 @@ def test_a_matching_paper_always_holds_one_of_the_index_keys(text: str, paper: P
 @given(st.lists(st.text(alphabet="abcehisxyz", min_size=1, max_size=8), max_size=30))
 def test_a_papers_index_keys_hold_every_form_of_every_word(words: list[str]) -> None:
     # The matcher finds a paper's topics through these keys: a form left out would lose that topic's matches.
-    paper = make_paper(title=" ".join(words), authors=(), categories=("cs.LG",), arxiv_id="2603.01234")
+    paper = text_paper(title=" ".join(words), authors=(), categories=("cs.LG",), arxiv_id="2603.01234")
     expected = frozenset().union(*map(word_forms, words)) | {"cat:cs.lg", "id:2603.01234"}
     assert PaperText(paper).keys == expected

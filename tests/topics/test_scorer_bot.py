@@ -28,7 +28,7 @@ from tests.fakes.discord_server import (
     FakeDiscord,
 )
 from tests.harness import running_paperbot, store_of
-from tests.topics.test_scorer import ELSEWHERE, UNSAID, corpus
+from tests.topics.scorer_corpus import ELSEWHERE, UNSAID, corpus
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 ADMIN = VIEW_CHANNEL | SEND_MESSAGES | USE_APPLICATION_COMMANDS | MANAGE_GUILD

@@ -12,8 +12,8 @@ from bot.clock import SystemClock
 from bot.store import open_store
 from bot.topics.scorer_eval import main as eval_main
 from bot.topics.scorer_training import scorer_folder
+from tests.cli.process import run_cli
 from tests.factories import GRPO, ROBOT
-from tests.test_cli import run_cli
 
 
 def line_of(out: str, name: str) -> str:

@@ -1,4 +1,4 @@
--- Topics form a tree (bot/topics/hierarchy.py): a paper matching a topic matches every ancestor. A catalog
+-- Topics form a tree (bot/topic_tree.py): a paper matching a topic matches every ancestor. A catalog
 -- topic's parent is another catalog topic; a server's own topic may sit under a catalog topic or one of its own.
 ALTER TABLE topics ADD COLUMN parent_id INTEGER REFERENCES topics (id) ON DELETE SET NULL;
 CREATE INDEX topics_by_parent ON topics (parent_id);

@@ -21,7 +21,7 @@ Word matching rules:
 * ``NOT``/``ANDNOT`` subtract from a positive part joined by AND (``a NOT b`` = ``a ANDNOT b``); a query
   that is only a negation, or ``a OR NOT b``, is rejected: arXiv cannot run it and it would match nearly all.
 
-Words are folded exactly as the store's FTS5 tokenizer (``bot.store.fts``) folds them: SQLite itself is
+Words are folded exactly as the store's FTS5 tokenizer (``bot.fts_tokenizer``) folds them: SQLite itself is
 asked how it folds each non-ASCII character, once per character. A Python NFKD fold would also fold ß,
 ligatures and superscripts, which FTS5 keeps, and the prefilter would then drop true matches.
 

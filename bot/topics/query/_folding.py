@@ -11,7 +11,7 @@ import re
 import sqlite3
 import threading
 
-from bot.store.fts import FOLDING_TOKENIZER
+from bot.fts_tokenizer import FOLDING_TOKENIZER
 
 _DIACRITIC = "\x01"  # marks a combining mark: dropped inside a word, a separator elsewhere (as in unicode61)
 _DIACRITIC_IN_WORD = re.compile(r"(?<=[^\s\x01])\x01+")

@@ -1,5 +1,7 @@
 """How the store's full-text index splits text into tokens, named once for everything that must agree with it.
 
+Pure constants, below both the store and the query language (bot/topics/query/), so that neither imports the other.
+
 `papers_fts` (migration 0001) indexes title, abstract and authors with PAPERS_TOKENIZER. Topic queries fold
 words locally exactly as FOLDING_TOKENIZER does (the same tokenizer without the Porter stemmer) and reason
 about the stems, so that their FTS5 prefilter never drops a paper their evaluator would match. A migration

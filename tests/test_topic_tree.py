@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bot.errors import PaperwatchError
-from bot.topics.hierarchy import Hierarchy, HierarchyError
+from bot.topic_tree import Hierarchy, HierarchyError
 
 # rl
 # ├── grpo

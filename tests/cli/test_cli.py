@@ -19,38 +19,9 @@ from bot.clock import FakeClock, SystemClock
 from bot.config import MAX_HISTORY_DAYS, MAX_STATS_WEEKS
 from bot.sources.arxiv_api import parse_feed
 from bot.store import open_store
+from tests.cli.process import REPO, clean_env, run_cli
 from tests.fakes.arxiv_server import FakeArxiv, RecordedRequest
 from tests.shared_files import FIXTURES
-
-REPO = Path(__file__).resolve().parents[1]
-
-
-SETTINGS_PREFIXES = ("DISCORD_", "ARXIV_", "DATABASE_", "PAPERWATCH_", "LOG_LEVEL")
-
-
-def clean_env(env: dict[str, str], cwd: Path) -> dict[str, str]:
-    """The developer's settings never leak in; a database without a .env lands under the test's folder."""
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith(SETTINGS_PREFIXES)}
-    full_env["XDG_DATA_HOME"] = str(cwd / "xdg-data")
-    full_env.update(env)
-    full_env["PYTHONPATH"] = str(REPO)
-    return full_env
-
-
-async def run_cli(*args: str, env: dict[str, str], cwd: Path) -> tuple[int, str, str]:
-    full_env = clean_env(env, cwd)
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "bot",
-        *args,
-        env=full_env,
-        cwd=cwd,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(proc.communicate(), timeout=120)
-    return proc.returncode or 0, out.decode(), err.decode()
 
 
 async def test_without_token_exits_with_one_clear_line(tmp_path: Path) -> None:
@@ -220,17 +191,6 @@ async def test_watch_prints_new_matching_papers_as_cards(tmp_path: Path) -> None
 
 
 # -- operators' mistakes and an unreachable world: one line, a reliable exit code, never a traceback -------
-
-
-@pytest.fixture
-def cli_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """`main()` in this process, as from a fresh folder: no .env, none of the developer's settings."""
-    for name in list(os.environ):
-        if name.startswith(SETTINGS_PREFIXES):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
 
 
 def run_main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

@@ -10,8 +10,8 @@ from pathlib import Path
 from bot.demo import ANNOUNCED_WITHIN, DEMO_CATEGORIES, DEMO_TOPIC
 from bot.demo.corpus import corpus_bytes, load_corpus
 from bot.sources.arxiv_api import parse_feed
+from tests.cli.process import run_cli
 from tests.shared_files import FIXTURES
-from tests.test_cli import run_cli
 
 
 def names_in(folder: Path) -> list[str]:

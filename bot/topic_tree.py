@@ -5,7 +5,8 @@ matches a paper when its own query or any descendant's query does. The catalog l
 and (later) the service share this one rule, so the figures a maintainer reviews are what users receive.
 
 Pure functions over topic keys (the catalog uses slugs, the topic index stored ids); nothing here parses
-queries or touches the store.
+queries or touches the store. It sits below both the store (which applies the rule when it rebuilds what
+ancestors hold) and bot/topics/ (the catalog, the index, the relevance report).
 """
 
 from __future__ import annotations
