@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 
 from bot.clock import Clock, SystemClock
-from bot.models import CATALOG_GUILD, Paper
+from bot.models import Paper, TopicRow
 from bot.store import Store
 from bot.topic_tree import Hierarchy
 from bot.topics import scorer_store
@@ -51,6 +52,7 @@ from bot.topics.scorer_features import FeatureFile
 
 log = logging.getLogger(__name__)
 
+TRAIN_GROUP = 10  # topics trained (and scanned) per pass over the feature rows: bounds the memory it takes
 IDF_SAMPLE = 50_000  # papers the IDF is fitted on (the first stored): enough for stable weights
 TEXT_BATCH = 5_000
 
@@ -100,10 +102,12 @@ def train_all(
     *,
     seed: int = 0,
     min_positives: int = MIN_POSITIVES,
+    pool: Pool | None = None,
 ) -> tuple[dict[str, TopicScorer], frozenset[str]]:
     """Train every topic's scorer on the feature rows (CPU-bound: run in a worker thread). One pass reads the
-    rows of every topic's matches; one shared random sample of the rows serves as every topic's negatives.
-    Returns the scorers by key and the ids of that sample."""
+    rows of every topic's matches; one random sample of the rows (`pool`, drawn here when not given, so that
+    several calls can share it) serves as every topic's negatives. Returns the scorers by key and the ids of
+    that sample."""
     rng = np.random.default_rng(seed)
     if len(features) == 0:
         return {t.key: query_only(t.query, "no stored papers to learn from yet") for t in topics}, frozenset()
@@ -115,7 +119,7 @@ def train_all(
         chosen[topic.key] = ids
     found_ids, rows = features.rows(sorted(set().union(*chosen.values())) if chosen else [])
     row_of = {key: i for i, key in enumerate(found_ids)}
-    pool_ids, pool, stored = features.sample(MAX_NEGATIVES, rng)
+    pool_ids, pool_rows, stored = pool if pool is not None else draw_pool(features, seed)
     pool_order = rng.permutation(len(pool_ids))  # the sample comes in store order; draw from it at random
     # The labelled papers are shared by many topics (a sub-topic's are its parent's too): featurized once.
     texts = {e.key: e.text for topic in topics for e in topic.examples}
@@ -134,7 +138,7 @@ def train_all(
         data = TrainingSet.build(
             matched=rows[positives],
             matched_total=len(topic.matched) if sampled_down else len(positives),
-            sampled=pool[negatives],
+            sampled=pool_rows[negatives],
             sampled_ids=[pool_ids[i] for i in negatives],
             unmatched_total=max(stored - len(topic.matched), len(negatives)),
             examples=topic.examples,
@@ -147,6 +151,14 @@ def train_all(
         )
         scorers[topic.key] = train_topic(topic.query, data, seed=seed, min_positives=min_positives)
     return scorers, frozenset(pool_ids)
+
+
+Pool = tuple[list[str], sp.csr_matrix, int]  # sampled ids, their rows, how many rows they were drawn from
+
+
+def draw_pool(features: FeatureFile, seed: int = 0) -> Pool:
+    """The random sample of stored papers every topic takes its negatives from."""
+    return features.sample(MAX_NEGATIVES, np.random.default_rng(seed + 1))
 
 
 class LearnedScorer:
@@ -211,8 +223,15 @@ class LearnedScorer:
             labels = None
             if self.labels_folder is not None and self.catalog:
                 labels = await asyncio.to_thread(load_labels, self.labels_folder, self.catalog)
-            inputs = await self._inputs(topic_ids, labels)
-            trained, sampled = await asyncio.to_thread(train_all, self.features, inputs)
+            every = await self.store.topics.all()
+            rows = every if topic_ids is None else [row for row in every if row.id in topic_ids]
+            pool = await asyncio.to_thread(draw_pool, self.features)
+            trained: dict[str, TopicScorer] = {}
+            for start in range(0, len(rows), TRAIN_GROUP):  # a group at a time: bounded memory
+                inputs = await self._inputs(rows[start : start + TRAIN_GROUP], labels)
+                part, _ = await asyncio.to_thread(train_all, self.features, inputs, pool=pool)
+                trained.update(part)
+            sampled = frozenset(pool[0])
             scorers = ScorerSet(self.features.featurizer, trained, sampled)
             if topic_ids is not None and self.scorers is not None:
                 kept = {k: v for k, v in self.scorers.topics.items() if k not in trained}
@@ -260,33 +279,22 @@ class LearnedScorer:
                 break
         return await asyncio.to_thread(Featurizer.fit, texts[:IDF_SAMPLE])
 
-    async def _inputs(
-        self, topic_ids: Collection[int] | None = None, labels: LabelSet | None = None
-    ) -> list[TopicInput]:
-        every = await self.store.topics.all()
-        rows = every if topic_ids is None else [row for row in every if row.id in topic_ids]
-        wanted = {row.id for row in rows}
+    async def _inputs(self, rows: Sequence[TopicRow], labels: LabelSet | None = None) -> list[TopicInput]:
+        """What each topic learns from. Its stored exact matches already hold its descendants' (the store keeps
+        the tree's closure); a catalog topic's labelled examples take its descendants' positives too."""
         by_slug = {t.slug: t for t in self.catalog}
         tree = catalog_hierarchy(self.catalog) if self.catalog else None
-        catalog_ids = {row.slug: row.id for row in every if row.guild_id == CATALOG_GUILD}
-        if tree is not None:  # the descendants' matches are read too (the tree rule)
-            for row in rows:
-                if row.is_catalog and row.slug in by_slug:
-                    wanted.update(catalog_ids.get(slug, -1) for slug in tree.descendants(row.slug))
-        matched = {key: set(await self.store.topics.matched_ids(key)) for key in wanted}
         inputs = []
         for row in rows:
-            own = set(matched[row.id])
+            matched = set(await self.store.topics.matched_ids(row.id))
             examples = list(self.extra_examples.get(row.id, ()))
             definition = definition_text(row.name, row.description) if row.description else None
             topic = by_slug.get(row.slug) if row.is_catalog else None
             if topic is not None and tree is not None:
-                for slug in tree.descendants(topic.slug):  # a child's matches are its ancestors' too
-                    own |= matched.get(catalog_ids.get(slug, -1), set())
                 if labels is not None:
                     examples += labelled_examples(labels, tree, topic.slug)
                 definition = definition_text(topic.name, topic.description, topic.definition)
-            inputs.append(TopicInput(str(row.id), row.query, own, examples, definition))
+            inputs.append(TopicInput(str(row.id), row.query, matched, examples, definition))
         return inputs
 
     # ---- using it -------------------------------------------------------------------------------------------
@@ -310,18 +318,23 @@ class LearnedScorer:
         its scorer finds in the history now (none for a query-only topic): the daily job, and what follows a
         topic's new query. Returns how many suggestions each trained topic holds."""
         trained = await self.train(topic_ids)
-        scorers = {key: s for key, s in trained.items() if s.scored}
-        found: dict[int, list[str]] = {}
-        if scorers and self.features is not None and self.scorers is not None:
-            async with self._lock:
-                found = await asyncio.to_thread(_scan_all, self.features, scorers, self.scorers.trained_on)
         held: dict[int, int] = {}
-        for topic_id in trained:
-            exact = set(await self.store.topics.matched_ids(topic_id)) if found.get(topic_id) else set()
-            suggested = [key for key in found.get(topic_id, []) if key not in exact]
-            held[topic_id] = await self.store.topics.replace_suggestions(
-                topic_id, suggested, self.clock.now()
-            )
+        keys = list(trained)
+        for start in range(0, len(keys), TRAIN_GROUP):  # a group of topics per pass: bounded memory
+            group = {key: trained[key] for key in keys[start : start + TRAIN_GROUP]}
+            scorers = {key: scorer for key, scorer in group.items() if scorer.scored}
+            found: dict[int, list[str]] = {}
+            if scorers and self.features is not None and self.scorers is not None:
+                async with self._lock:
+                    found = await asyncio.to_thread(
+                        _scan_all, self.features, scorers, self.scorers.trained_on
+                    )
+            for topic_id in group:
+                exact = set(await self.store.topics.matched_ids(topic_id)) if found.get(topic_id) else set()
+                suggested = [key for key in found.get(topic_id, []) if key not in exact]
+                held[topic_id] = await self.store.topics.replace_suggestions(
+                    topic_id, suggested, self.clock.now()
+                )
         return held
 
     async def scan_history(self, topic_id: int, query: str) -> list[str]:
