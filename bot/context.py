@@ -30,6 +30,8 @@ from bot.sources.rss_source import ArxivRssSource
 from bot.store import Store, open_store
 from bot.topics.catalog import CatalogTopic, load_catalog
 from bot.topics.index import TopicIndex
+from bot.topics.relevance import DEFAULT_LABELS
+from bot.topics.scorer_training import LearnedScorer, scorer_folder
 
 
 @dataclass
@@ -118,11 +120,22 @@ async def open_context(
     )
     try:
         index = TopicIndex(store, clock)
-        await index.start([*load_catalog(), *extra_topics])
+        catalog = [*load_catalog(), *extra_topics]
+        await index.start(catalog)
+        scorer = LearnedScorer(
+            store, scorer_folder(settings.database_path), catalog=catalog, labels=DEFAULT_LABELS, clock=clock
+        )
+        await scorer.start()  # reads the model back; training is the scheduler's (or `scorer train`)
         arxiv = ArxivClient(polite, settings.arxiv_api_url)
-        intake = Intake(store, index, clock)
+        intake = Intake(store, index, clock, scorer)
         services = Services.build(
-            store=store, index=index, arxiv=arxiv, intake=intake, clock=clock, settings=settings
+            store=store,
+            index=index,
+            arxiv=arxiv,
+            intake=intake,
+            clock=clock,
+            settings=settings,
+            scorer=scorer,
         )
         feeds = FeedReader(polite) if rss_enabled(settings) else None
         yield AppContext(settings, clock, services, intake, store, arxiv, feeds)

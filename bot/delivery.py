@@ -25,7 +25,7 @@ from typing import Protocol
 from bot.clock import Clock
 from bot.models import Paper, PendingDelivery, UpsertResult, Wanted
 from bot.render.limits import CONTENT_LIMIT, EMBEDS_PER_MESSAGE  # not bot.render's card: no discord here
-from bot.render.text import clip, inert_markdown
+from bot.render.text import SUGGESTED, clip, inert_markdown
 from bot.store import Store
 
 log = logging.getLogger(__name__)
@@ -73,6 +73,11 @@ class Outcome(enum.Enum):
     WAIT = "wait"  # the channel is rate-limited, failing or gone: nothing more for it this round
 
 
+def card_topics(item: PendingDelivery) -> tuple[str, ...]:
+    """The topics a card names, with the render's mark when only the learned scorer put the paper there."""
+    return (*item.topics, SUGGESTED) if item.suggested else item.topics
+
+
 def nonce_for(channel_id: int, key: str) -> str:
     """A stable nonce (<= 25 characters, as Discord requires) for one post of `key` in one channel."""
     return hashlib.blake2b(f"{channel_id}:{key}".encode(), digest_size=12).hexdigest()
@@ -93,10 +98,12 @@ async def enqueue_for_new_papers(
     result: UpsertResult,
     matches: Mapping[str, set[int]],
     in_server: Mapping[str, set[tuple[int, int]]] | None = None,
+    suggested: Mapping[str, set[int]] | None = None,
 ) -> int:
     """Write outbox rows for papers new to the store that match followed topics (inside the ingest
     transaction). New versions of known papers are never posted again. `in_server` holds (topic, server) pairs
-    a paper counts for in that server only (a server's own topic under a catalog topic)."""
+    a paper counts for in that server only (a server's own topic under a catalog topic); `suggested`, the
+    topics whose learned scorer suggests a paper, which only follows with match 'suggested' receive."""
     new = set(result.new)
     by_topic: dict[tuple[int, int | None], list[str]] = {}  # (topic, server or None for every server)
     for arxiv_id, topic_ids in matches.items():
@@ -107,13 +114,24 @@ async def enqueue_for_new_papers(
         if arxiv_id in new:
             for pair in pairs:
                 by_topic.setdefault(pair, []).append(arxiv_id)
-    follows = await store.follows.for_topics(sorted({topic_id for topic_id, _ in by_topic}))
+    by_scorer: dict[int, list[str]] = {}
+    for arxiv_id, topic_ids in (suggested or {}).items():
+        if arxiv_id in new:
+            for topic_id in topic_ids:
+                by_scorer.setdefault(topic_id, []).append(arxiv_id)
+    follows = await store.follows.for_topics(sorted({topic_id for topic_id, _ in by_topic} | set(by_scorer)))
     wanted = {
         Wanted(f.guild_id, f.channel_id, arxiv_id, f.mode, f.topic_id): None
         for f in follows
         for key in ((f.topic_id, None), (f.topic_id, f.guild_id))
         for arxiv_id in by_topic.get(key, ())
     }
+    for f in follows:
+        if f.match == "suggested":
+            wanted.update(
+                (Wanted(f.guild_id, f.channel_id, arxiv_id, f.mode, f.topic_id), None)
+                for arxiv_id in by_scorer.get(f.topic_id, ())
+            )
     await store.deliveries.enqueue(list(wanted), clock.now())
     return len(wanted)
 
@@ -187,7 +205,7 @@ class DeliveryWorker:
             if self.stopping:
                 return
             nonce = nonce_for(channel_id, item.paper.arxiv_id)
-            post = partial(self.poster.post_card, channel_id, item.paper, item.topics, nonce)
+            post = partial(self.poster.post_card, channel_id, item.paper, card_topics(item), nonce)
             if not await self._post_or_smaller(channel_id, [item], report, post):
                 return  # rate-limited, failing or gone: the rest of this channel waits for a later cycle
         if rest and not self.stopping:
@@ -217,7 +235,7 @@ class DeliveryWorker:
         """One digest message; if Discord rejects it, its halves, down to single papers and their lines.
         False when the channel must wait."""
         nonce = nonce_for(channel_id, f"digest:{chunk[0].id}:{chunk[-1].id}")
-        pairs = [(d.paper, d.topics) for d in chunk]
+        pairs = [(d.paper, card_topics(d)) for d in chunk]
         if len(chunk) == 1:
             post = partial(self.poster.post_digest, channel_id, pairs, nonce)
             return await self._post_or_smaller(channel_id, chunk, report, post)
@@ -248,7 +266,7 @@ class DeliveryWorker:
                 "channel %d rejected the post of %s: posting it as a line", channel_id, item.paper.arxiv_id
             )
             nonce = nonce_for(channel_id, f"line:{item.paper.arxiv_id}")
-            line = partial(self.poster.post_line, channel_id, item.paper, item.topics, nonce)
+            line = partial(self.poster.post_line, channel_id, item.paper, card_topics(item), nonce)
             outcome = await self._attempt(items, report, line)
             if outcome is Outcome.REJECTED:
                 await self._fail(items, report, "Discord rejected the post, even as one line")

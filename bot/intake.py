@@ -12,6 +12,7 @@ Everything happens in one transaction, together with the caller's own writes (`a
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -20,6 +21,7 @@ from bot.delivery import enqueue_for_new_papers
 from bot.models import Paper, UpsertResult
 from bot.store import Store
 from bot.topics.index import TopicIndex
+from bot.topics.scorer_training import LearnedScorer
 
 ExtraWrites = Callable[[], Awaitable[object]]  # what it returns is ignored
 
@@ -32,6 +34,7 @@ class IntakeReport:
     stored: UpsertResult = field(default_factory=UpsertResult)
     matches: Mapping[str, set[int]] = field(default_factory=dict)
     queued: int = 0
+    suggested: Mapping[str, set[int]] = field(default_factory=dict)  # the learned scorer's, beside `matches`
 
     @property
     def new(self) -> list[str]:
@@ -43,10 +46,13 @@ class IntakeReport:
 
 
 class Intake:
-    def __init__(self, store: Store, index: TopicIndex, clock: Clock) -> None:
+    def __init__(
+        self, store: Store, index: TopicIndex, clock: Clock, scorer: LearnedScorer | None = None
+    ) -> None:
         self.store = store
         self.index = index
         self.clock = clock
+        self.scorer = scorer  # the learned scorer: suggested matches beside the queries' (None: queries only)
 
     async def store_papers(
         self, papers: Sequence[Paper], *, announce: bool, also: ExtraWrites | None = None
@@ -55,18 +61,35 @@ class Intake:
         `announce`, queue a post per (following channel, paper new to the store); then run `also`. One
         transaction: on any error nothing of it is kept."""
         report = IntakeReport()
+        scored = await self._scored(papers)  # before the transaction: the scorer needs no store
         async with self.store.transaction():
             if papers:
                 stored = await self.store.papers.upsert(papers, seen_at=self.clock.now())
                 matched = await self.index.record_matches(stored, papers)
+                changed = set(stored.new) | set(stored.updated)
+                suggested = {
+                    arxiv_id: extra
+                    for arxiv_id, topic_ids in scored.items()
+                    if arxiv_id in changed and (extra := topic_ids - matched.topics.get(arxiv_id, set()))
+                }
+                await self.store.topics.add_suggestions(
+                    [(t, arxiv_id) for arxiv_id, ids in suggested.items() for t in sorted(ids)],
+                    self.clock.now(),
+                )
                 queued = (
                     await enqueue_for_new_papers(
-                        self.store, self.clock, stored, matched.topics, matched.in_server
+                        self.store, self.clock, stored, matched.topics, matched.in_server, suggested
                     )
                     if announce
                     else 0
                 )
-                report = IntakeReport(stored, matched.topics, queued)
+                report = IntakeReport(stored, matched.topics, queued, suggested)
             if also is not None:
                 await also()
         return report
+
+    async def _scored(self, papers: Sequence[Paper]) -> dict[str, set[int]]:
+        """arxiv id -> topics whose learned scorer suggests the paper, computed in a worker thread."""
+        if self.scorer is None or self.scorer.needs_training or not papers:
+            return {}
+        return await asyncio.to_thread(self.scorer.suggest, papers, self.index.queries())

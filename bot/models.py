@@ -157,6 +157,9 @@ class UpsertResult:
 Mode = Literal["each", "digest"]
 """How a follow posts: a card for each paper, or one digest a day."""
 
+MatchKind = Literal["exact", "suggested"]
+"""What a follow receives: the query's matches (exact), or also the learned scorer's suggestions."""
+
 CATALOG_GUILD = 0
 """The guild id of the catalog's topics, which every server sees."""
 
@@ -228,6 +231,7 @@ class Follow:
     created_at: datetime
     last_post_at: datetime | None
     broken_reason: str | None
+    match: MatchKind = "exact"  # the query's matches only, or also the learned scorer's suggestions
 
     @property
     def broken(self) -> bool:
@@ -257,6 +261,7 @@ class PendingDelivery:
     attempts: int
     paper: Paper
     topics: tuple[str, ...]  # names of the followed topics it matched, in name order
+    suggested: bool = False  # only the learned scorer put it there (a follow with match: suggested)
 
 
 @dataclass(frozen=True, slots=True)

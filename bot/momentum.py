@@ -66,6 +66,7 @@ class Momentum:
     categories: tuple[str, ...]  # the denominator's categories
     name_categories: bool  # say which categories the share is of (when the topic narrows them)
     series: tuple[WeekCount, ...]
+    suggested: int = 0  # the learned scorer's suggestions in the window: shown beside, never counted
 
     @property
     def change_pct(self) -> float | None:
@@ -105,6 +106,9 @@ class Momentum:
         if share is not None:
             where = f" in {', '.join(self.categories)}" if self.name_categories else ""
             text += f" {_percent(share)} of all new papers{where}."
+        if self.suggested:
+            more = "1 more paper" if self.suggested == 1 else f"{self.suggested} more papers"
+            text += f" The learned scorer suggests {more}, not counted here."
         return text
 
     def sparkline(self) -> str:

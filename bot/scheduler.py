@@ -1,11 +1,12 @@
 """Background work on APScheduler's AsyncIOScheduler: poll arXiv every POLL_INTERVAL_MINUTES (with jitter): the
 API, then the RSS announcement feed; deliver after each poll and on a short interval, post digests at the top
-of every hour."""
+of every hour, retrain the learned topic scorer daily (and soon after start when it has no model yet)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from datetime import timedelta
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.cron import CronTrigger
@@ -17,6 +18,7 @@ from bot.delivery import DeliveryWorker
 from bot.errors import ConfigError
 
 log = logging.getLogger(__name__)
+RETRAIN_HOUR = 4  # UTC, after the night's announcements are stored
 
 
 class Scheduler:
@@ -46,6 +48,18 @@ class Scheduler:
         )
         # digest_hour is an hour of UTC: the top of a UTC hour, not of the host's (UTC+5:30 would post at :30).
         self._scheduler.add_job(self.digests, CronTrigger(minute=0, timezone="UTC"), id="digests", **common)
+        # The learned scorer learns from the history as it grows: daily, and at once when there is no model yet.
+        scorer = self.ctx.services.topics.scorer
+        soon = {"next_run_time": self.ctx.clock.now() + timedelta(minutes=5)}  # (None would pause the job)
+        self._scheduler.add_job(
+            self.retrain,
+            CronTrigger(hour=RETRAIN_HOUR, minute=30, timezone="UTC"),
+            id="retrain",
+            max_instances=1,
+            coalesce=True,
+            misfire_grace_time=6 * 3600,
+            **(soon if scorer is not None and scorer.needs_training else {}),
+        )
         self._scheduler.start()
 
     async def poll(self) -> None:
@@ -77,6 +91,11 @@ class Scheduler:
             report = await self.worker.deliver_once()
             if report.sent or report.retried or report.failed:
                 log.info("delivery: %s", report)
+
+    async def retrain(self) -> None:
+        """Train every topic's scorer on the history (in a worker thread) and renew their suggestions."""
+        held = await self.ctx.services.topics.retrain()
+        log.info("scorer retrained: %d topics hold suggestions", sum(1 for n in held.values() if n))
 
     async def digests(self) -> None:
         async with self._posting:

@@ -27,7 +27,7 @@ from bot.render import (
     paper_compact_line,
     safe_name,
 )
-from bot.services.follows import DEFAULT_DIGEST_HOUR, Followed, UnfollowPlan
+from bot.services.follows import DEFAULT_DIGEST_HOUR, DEFAULT_MATCH, Followed, UnfollowPlan
 from bot.services.topics import MAX_NAME_LENGTH, MAX_QUERY_LENGTH, NO_PARENT, TopicTree
 from cogs.common import guild_id_of, services, topic_autocomplete
 
@@ -206,7 +206,8 @@ def follow_line(follow: Follow, tree: TopicTree | None = None) -> str:
     )
     how = "each paper" if follow.mode == "each" else f"digest {follow.digest_hour:02d}:00 UTC"
     name = (tree.label(follow.topic_id) if tree is not None else "") or follow.topic_name
-    line = f"**{safe_name(name)}** → <#{follow.channel_id}> · {how} · {last}"
+    receives = " · with suggestions" if follow.match == "suggested" else ""
+    line = f"**{safe_name(name)}** → <#{follow.channel_id}> · {how}{receives} · {last}"
     if follow.broken_reason:
         reason = inert_markdown(clip(follow.broken_reason, 200))
         line += f"\n⚠️ broken: {reason}. Fix the channel's permissions, then /follow again."
@@ -231,19 +232,34 @@ TREE_FOOTER = (
 )
 
 
-def tree_line(depth: int, topic: TopicRow, followed: bool) -> str:
+def tree_line(depth: int, topic: TopicRow, followed: bool, query_only: bool = False) -> str:
     name = safe_name(topic.name)
     marks = ("**" + name + "**" if followed else name) + ("" if topic.is_catalog else " · this server's")
+    marks += " · query-only" if query_only else ""
     return INDENT * depth + ("└ " if depth else "") + marks
 
 
-def tree_embed(tree: TopicTree, followed: set[int], budget: int = EMBED_TOTAL_LIMIT) -> discord.Embed:
-    """The topics this server can follow, as the tree they form, within `budget` characters of embed text."""
-    embed = discord.Embed(title="Topics").set_footer(text=TREE_FOOTER)
+def tree_embed(
+    tree: TopicTree,
+    followed: set[int],
+    budget: int = EMBED_TOTAL_LIMIT,
+    query_only: set[int] | frozenset[int] = frozenset(),
+) -> discord.Embed:
+    """The topics this server can follow, as the tree they form, within `budget` characters of embed text;
+    those without a learned scorer (no suggestions) are marked query-only."""
+    footer = TREE_FOOTER + (" " + QUERY_ONLY_NOTE if query_only else "")
+    embed = discord.Embed(title="Topics").set_footer(text=footer)
     room = max(0, min(DESCRIPTION_LIMIT, budget - embed_size(embed)))
-    lines = [tree_line(depth, topic, topic.id in followed) for depth, topic in tree.rows]
+    lines = [
+        tree_line(depth, topic, topic.id in followed, topic.id in query_only) for depth, topic in tree.rows
+    ]
     embed.description = fit_lines(lines, room) or None
     return embed
+
+
+QUERY_ONLY_NOTE = (
+    "Query-only: too few papers for the learned scorer yet, so /follow match:suggested adds nothing there."
+)
 
 
 NO_FOLLOWS = (
@@ -269,6 +285,7 @@ class FollowCog(commands.Cog):
         mode="each: one post per paper as it arrives; digest: one post a day",
         digest_hour="Hour of the daily digest, 0-23 in UTC (default 8)",
         parent=f"Put this server's topic under a topic (e.g. RL Post-Training) it belongs to; {NO_PARENT}: at the top",
+        match="exact: the query's matches (default); suggested: also papers close to the topic's papers, marked",
     )
     @app_commands.autocomplete(topic=topic_autocomplete, parent=topic_autocomplete)
     async def follow(
@@ -280,6 +297,7 @@ class FollowCog(commands.Cog):
         mode: Literal["each", "digest"] = "each",
         digest_hour: app_commands.Range[int, 0, 23] = DEFAULT_DIGEST_HOUR,
         parent: app_commands.Range[str, 1, MAX_NAME_LENGTH] | None = None,
+        match: Literal["exact", "suggested"] = DEFAULT_MATCH,
     ) -> None:
         use = services(interaction)
         target = target_channel(interaction, channel)
@@ -296,6 +314,7 @@ class FollowCog(commands.Cog):
             digest_hour=digest_hour,
             created_by=interaction.user.id,
             parent=parent,
+            match=match,
         )
         if plan.guarded:
             require_may_change_topic(member, plan.topic_name, plan.guarded, target.guild)
@@ -378,13 +397,14 @@ class FollowCog(commands.Cog):
         follows = await use.follows.in_server(guild_id)
         tree = await use.topics.tree(guild_id)
         followed = {f.topic_id for f in follows}
+        query_only = use.topics.query_only([topic for _, topic in tree.rows])
         if not follows:
-            embed = tree_embed(tree, followed, EMBED_TOTAL_LIMIT)
+            embed = tree_embed(tree, followed, EMBED_TOTAL_LIMIT, query_only)
             await interaction.response.send_message(NO_FOLLOWS, embed=embed, ephemeral=True)
             return
         guild_name = interaction.guild.name if interaction.guild else "this server"
         first = topics_embed(guild_name, follows, tree)
-        second = tree_embed(tree, followed, EMBED_TOTAL_LIMIT - embed_size(first))
+        second = tree_embed(tree, followed, EMBED_TOTAL_LIMIT - embed_size(first), query_only)
         await interaction.response.send_message(embeds=[first, second], ephemeral=True)
 
 

@@ -14,7 +14,15 @@ from discord.ext import commands
 from bot.app import PaperBot
 from bot.errors import PaperwatchError
 from bot.models import Paper, SearchHit, TopicRow, split_arxiv_id
-from bot.render import clip, inert_markdown, paper_compact_line, paper_embed, paper_view, shrink_to_fit
+from bot.render import (
+    SUGGESTED_NOTE,
+    clip,
+    inert_markdown,
+    paper_compact_line,
+    paper_embed,
+    paper_view,
+    shrink_to_fit,
+)
 from bot.services.history import (
     HIGHLIGHT_END,
     HIGHLIGHT_START,
@@ -164,7 +172,9 @@ def partial_none_text(shown: str, filters: str, result: SearchResult) -> str:
     )
 
 
-def latest_pages(topic: TopicRow, papers: Sequence[Paper], asked: int) -> list[Page]:
+def latest_pages(
+    topic: TopicRow, papers: Sequence[Paper], asked: int, suggested: set[str] | frozenset[str] = frozenset()
+) -> list[Page]:
     name = inline_text(topic.name, MAX_NAME_LENGTH)
     if not papers:
         return [
@@ -175,7 +185,10 @@ def latest_pages(topic: TopicRow, papers: Sequence[Paper], asked: int) -> list[P
         ]
     amount = f"the {len(papers)} newest" if len(papers) == asked else f"all {len(papers)} stored"
     header = f"**Latest in {name}**: {amount} matching papers, newest first"
-    entries = [f"{i}. {paper_compact_line(p)}" for i, p in enumerate(papers, start=1)]
+    entries = [
+        f"{i}. {paper_compact_line(p)}" + (f" · *{SUGGESTED_NOTE}*" if p.arxiv_id in suggested else "")
+        for i, p in enumerate(papers, start=1)
+    ]
     return [Page(content=text) for text in pack_lines(header, entries, per_page=PER_PAGE)]
 
 
@@ -196,8 +209,9 @@ class HistoryCog(commands.Cog):
         check_latest_count(count)  # before deferring, so the answer is private
         row = await resolve_topic(interaction, topic)
         await interaction.response.defer(thinking=True)
-        papers = await services(interaction).history.latest(row, count, guild_id_of(interaction))
-        await send_pages(interaction, latest_pages(row, papers, count))
+        history = services(interaction).history
+        papers, suggested = await history.latest_with_suggestions(row, count, guild_id_of(interaction))
+        await send_pages(interaction, latest_pages(row, papers, count, suggested))
 
     @app_commands.command(name="search", description="Search the stored papers with an arXiv-style query")
     @app_commands.describe(

@@ -104,7 +104,7 @@ async def test_start_registers_the_poll_at_once_then_on_its_interval_deliveries_
         scheduler.start()
         try:
             jobs = {job.id: job for job in scheduler._scheduler.get_jobs()}
-            assert set(jobs) == {"poll", "deliver", "digests"}
+            assert set(jobs) == {"poll", "deliver", "digests", "retrain"}
             poll, deliver, digests = jobs["poll"], jobs["deliver"], jobs["digests"]
             assert poll.next_run_time == NOW  # the first poll runs at start, by the injected clock
             assert isinstance(poll.trigger, IntervalTrigger)
@@ -114,8 +114,14 @@ async def test_start_registers_the_poll_at_once_then_on_its_interval_deliveries_
             assert deliver.trigger.interval == timedelta(seconds=45)
             assert isinstance(digests.trigger, CronTrigger)
             # Each kind of job runs one at a time; a run missed while busy is run once, not many times.
-            for job in jobs.values():
+            for job in (poll, deliver, digests):
                 assert (job.max_instances, job.coalesce, job.misfire_grace_time) == (1, True, 300)
+            # The learned scorer retrains daily, and soon after a start without a model (this one has none);
+            # a retraining missed while the bot was down runs when it is back, within hours.
+            retrain = jobs["retrain"]
+            assert isinstance(retrain.trigger, CronTrigger)
+            assert retrain.next_run_time == NOW + timedelta(minutes=5)
+            assert (retrain.max_instances, retrain.coalesce, retrain.misfire_grace_time) == (1, True, 6 * 3600)
         finally:
             await scheduler.stop()
 

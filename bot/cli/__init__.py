@@ -27,6 +27,7 @@ from bot.cli.parser import (
 )
 from bot.cli.pipeline import cmd_backfill, cmd_poll, cmd_watch
 from bot.cli.relevance import cmd_relevance
+from bot.cli.scorer import cmd_scorer
 from bot.clock import Clock
 from bot.config import Settings, load_settings, require_token
 from bot.errors import PaperwatchError, Unreachable
@@ -76,6 +77,8 @@ def dispatch(args: argparse.Namespace, clock: Clock | None) -> int:
             return asyncio.run(cmd_watch(settings, args.topic, args.once, clock))
         case "match":
             return asyncio.run(cmd_match(settings, args.query, args.since, args.limit, clock))
+        case "scorer":
+            return asyncio.run(cmd_scorer(settings, args.action, clock))
     raise AssertionError(f"unhandled command {args.command!r}")
 
 

@@ -160,6 +160,16 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"how many of the newest matches to list (0-{MAX_MATCH_LIMIT}, default 10)",
     )
 
+    scorer = sub.add_parser(
+        "scorer",
+        help="the learned topic scorer: train it on the stored history now, or show each topic's status",
+    )
+    scorer.add_argument(
+        "action",
+        choices=("train", "status"),
+        help="train: learn every topic's scorer now (the bot also does it daily); status: scored or query-only",
+    )
+
     demo = sub.add_parser(
         "demo",
         help="see paperwatch work in under a minute: a loopback arXiv with real papers, this terminal as the "

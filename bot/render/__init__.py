@@ -46,6 +46,8 @@ from bot.render.limits import (
 from bot.render.text import (
     ELLIPSIS,
     SEP,
+    SUGGESTED,
+    SUGGESTED_NOTE,
     clip,
     code_block,
     fit_lines,
@@ -78,6 +80,8 @@ __all__ = [
     "FIELD_VALUE_LIMIT",
     "FOOTER_LIMIT",
     "SEP",
+    "SUGGESTED",
+    "SUGGESTED_NOTE",
     "THREAD_NAME_LIMIT",
     "TITLE_LIMIT",
     "URL_LIMIT",

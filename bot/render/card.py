@@ -34,6 +34,8 @@ from bot.render.limits import (
 )
 from bot.render.text import (
     SEP,
+    SUGGESTED,
+    SUGGESTED_NOTE,
     clean,
     clip,
     inert_fit,
@@ -262,8 +264,13 @@ def _abstract_text(paper: Paper, chars: int) -> str:
 
 
 def _topics_text(topics: Sequence[str]) -> str:
-    names = _distinct(clip(clean(t, RAW_MARGIN * TOPIC_CHARS), TOPIC_CHARS) for t in topics[:TOPICS_READ])
-    return clip("Matched: " + SEP.join(names), _FOOTER_TOPICS_CHARS) if names else ""
+    names = _distinct(
+        clip(clean(t, RAW_MARGIN * TOPIC_CHARS), TOPIC_CHARS)
+        for t in topics[:TOPICS_READ]
+        if t != SUGGESTED
+    )
+    note = f" ({SUGGESTED_NOTE})" if SUGGESTED in topics else ""
+    return clip("Matched: " + SEP.join(names), _FOOTER_TOPICS_CHARS - len(note)) + note if names else ""
 
 
 def _note(text: str | None, limit: int) -> str:

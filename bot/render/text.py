@@ -228,3 +228,8 @@ def safe_name(name: str, limit: int = 100) -> str:
 def code_block(text: str) -> str:
     """Text shown verbatim; a backtick would close the block, so it becomes a look-alike."""
     return "```\n" + text.strip().replace("`", "ˋ") + "\n```"
+
+
+SUGGESTED = "\x00suggested"
+"""A mark among a card's topics: the learned scorer put the paper there, not the query (the card says why)."""
+SUGGESTED_NOTE = "suggested: close to this topic's papers"

@@ -21,6 +21,7 @@ from bot.services.topics import TopicLimits, TopicService
 from bot.sources.arxiv_api import ArxivClient
 from bot.store import Store
 from bot.topics.index import TopicIndex
+from bot.topics.scorer_training import LearnedScorer
 
 __all__ = [
     "FollowService",
@@ -51,9 +52,10 @@ class Services:
         clock: Clock,
         settings: Settings,
         limits: TopicLimits | None = None,
+        scorer: LearnedScorer | None = None,
     ) -> Services:
         limits = limits or TopicLimits()
-        topics = TopicService(store, index, clock, limits)
+        topics = TopicService(store, index, clock, limits, scorer)
         return cls(
             topics=topics,
             follows=FollowService(store, topics, clock),

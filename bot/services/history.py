@@ -59,6 +59,19 @@ class HistoryService:
             topic.id, count, including=self.index.within(topic.id, guild_id)
         )
 
+    async def latest_with_suggestions(
+        self, topic: TopicRow, count: int, guild_id: int = CATALOG_GUILD
+    ) -> tuple[list[Paper], set[str]]:
+        """Like `latest`, with the learned scorer's suggestions among them; returns the papers and the ids of
+        those only suggested (what /latest marks)."""
+        check_latest_count(count)
+        including = self.index.within(topic.id, guild_id)
+        papers = await self.store.topics.latest_papers(topic.id, count, including=including, suggested=True)
+        suggested = await self.store.topics.suggested_among(
+            [topic.id, *including], [p.arxiv_id for p in papers]
+        )
+        return papers, suggested
+
     async def count_matches(self, topic: TopicRow, start: datetime, end: datetime) -> int:
         """A topic's papers first submitted in [start, end)."""
         return await self.store.topics.count_matches(topic.id, start, end)

@@ -59,6 +59,7 @@ class MomentumService:
         weekly = await self.store.topics.counts_between(
             ids, [*edges, now + timedelta(seconds=1)], including=including
         )
+        suggested = await self.store.topics.count_suggested(ids, start, end)  # shown beside, not counted
         named = await self._topic_categories(topics)
         all_new: dict[tuple[str, ...], int] = {}
         momenta = []
@@ -84,6 +85,7 @@ class MomentumService:
                     categories=categories,
                     name_categories=bool(own),
                     series=tuple(series),
+                    suggested=suggested.get(topic.id, 0),
                 )
             )
         return momenta

@@ -13,6 +13,8 @@ bot/topics/index.py).
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -29,6 +31,10 @@ from bot.topic_tree import Hierarchy
 from bot.topics.index import TopicIndex
 from bot.topics.query import MAX_QUERY_LENGTH as MAX_QUERY_LENGTH  # re-exported: the option's bound
 from bot.topics.query import TopicQuery, parse_query
+from bot.topics.scorer import TopicScorer, query_only
+from bot.topics.scorer_training import LearnedScorer
+
+log = logging.getLogger(__name__)
 
 MAX_NAME_LENGTH = 80
 MAX_DESCRIPTION_LENGTH = 1000
@@ -183,13 +189,64 @@ NARROWING = (
 
 class TopicService:
     def __init__(
-        self, store: Store, index: TopicIndex, clock: Clock, limits: TopicLimits | None = None
+        self,
+        store: Store,
+        index: TopicIndex,
+        clock: Clock,
+        limits: TopicLimits | None = None,
+        scorer: LearnedScorer | None = None,
     ) -> None:
         self.store = store
         self.index = index
         self.clock = clock
         self.limits = limits or TopicLimits()
+        self.scorer = scorer  # the learned scorer beside the queries (None: queries only)
         self._changes: dict[int, deque[datetime]] = {}  # guild -> times of its recent query changes
+        self._retraining: set[asyncio.Task[object]] = set()
+
+    # ---- the learned scorer ------------------------------------------------------------------------------
+
+    def scorer_status(self, topic: TopicRow) -> TopicScorer:
+        """Whether the topic has a learned scorer (its suggestions) or is query-only, and why."""
+        if self.scorer is None:
+            return query_only(topic.query, "the learned scorer is off")
+        return self.scorer.status(topic.id, topic.query)
+
+    def query_only(self, topics: Sequence[TopicRow]) -> set[int]:
+        """Of these topics, those the trained scorer left without a model (no suggestions); none before the
+        first training, when every topic is simply waiting for it."""
+        if self.scorer is None or self.scorer.needs_training:
+            return set()
+        return {t.id for t in topics if not self.scorer_status(t).scored}
+
+    async def retrain(self) -> dict[int, int]:
+        """Train every topic's scorer now and renew their stored suggestions (the daily job; `scorer train`).
+        Returns how many suggestions each topic holds."""
+        if self.scorer is None:
+            return {}
+        return await self.scorer.refresh()
+
+    def retrain_soon(self, topic_id: int) -> asyncio.Task[object] | None:
+        """A topic with a new query: its scorer is trained again (and its suggestions renewed) in the
+        background; until then it is query-only (the model's query differs). Returns the task."""
+        if self.scorer is None or self.scorer.needs_training:
+            return None  # no model yet: the scheduler's first training covers every topic
+        task: asyncio.Task[object] = asyncio.create_task(self._retrain(topic_id))
+        self._retraining.add(task)
+        task.add_done_callback(self._retraining.discard)
+        return task
+
+    async def retrained(self) -> None:
+        """Wait until the retraining started by query changes so far is done (tests, a clean stop)."""
+        await asyncio.gather(*self._retraining)
+
+    async def _retrain(self, topic_id: int) -> object:
+        assert self.scorer is not None
+        try:
+            return await self.scorer.refresh([topic_id])
+        except Exception:  # a failed retrain leaves the topic query-only; the daily job tries again
+            log.exception("retraining the scorer of topic %d failed", topic_id)
+            return None
 
     # ---- finding -------------------------------------------------------------------------------------------
 
@@ -423,6 +480,7 @@ class TopicService:
         self.index.register(row, plan.query)
         if plan.changes_query:
             await self.index.match_history(row.id, plan.query)
+            self.retrain_soon(row.id)
         if plan.changes_parent:
             await self.index.rebuild([*left, *self.index.lineage(row.id)[1:]])
         return row, await self.store.topics.count_matches(row.id, *_EVER)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from bot.models import Follow, Mode
+from bot.models import Follow, MatchKind, Mode
 from bot.store.database import Database
 from bot.store.papers import from_ts, to_ts
 
@@ -24,6 +24,7 @@ def _follow(row: object) -> Follow:
         created_at=from_ts(r["created_at"]),  # type: ignore[index]
         last_post_at=from_ts(r["last_post_at"]) if r["last_post_at"] is not None else None,  # type: ignore[index]
         broken_reason=r["broken_reason"],  # type: ignore[index]
+        match=r["match"],  # type: ignore[index]
     )
 
 
@@ -41,6 +42,7 @@ class FollowRepo:
         digest_hour: int,
         created_by: int | None,
         at: datetime,
+        match: MatchKind = "exact",
     ) -> tuple[Follow, bool]:
         """Follow, or change how an existing follow posts (which also clears a broken mark). Returns the
         follow and whether it is new."""
@@ -49,10 +51,11 @@ class FollowRepo:
                 "SELECT id FROM follows WHERE channel_id = ? AND topic_id = ?", (channel_id, topic_id)
             )
             await conn.execute(
-                "INSERT INTO follows (guild_id, channel_id, topic_id, mode, digest_hour, created_by, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (channel_id, topic_id) DO UPDATE SET"
-                " mode = excluded.mode, digest_hour = excluded.digest_hour, broken_at = NULL, broken_reason = NULL",
-                (guild_id, channel_id, topic_id, mode, digest_hour, created_by, to_ts(at)),
+                "INSERT INTO follows (guild_id, channel_id, topic_id, mode, digest_hour, created_by, created_at, match)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (channel_id, topic_id) DO UPDATE SET"
+                " mode = excluded.mode, digest_hour = excluded.digest_hour, match = excluded.match,"
+                " broken_at = NULL, broken_reason = NULL",
+                (guild_id, channel_id, topic_id, mode, digest_hour, created_by, to_ts(at), match),
             )
             row = await self.db.fetchone(
                 f"{_SELECT} WHERE f.channel_id = ? AND f.topic_id = ?", (channel_id, topic_id)

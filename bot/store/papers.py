@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import UTC, datetime
 
 import aiosqlite
@@ -48,7 +48,8 @@ def paper_filter(
     if topic_id is not None:
         ids = [topic_id, *including]
         clauses.append(
-            f"p.pk IN (SELECT paper_pk FROM topic_matches WHERE topic_id IN ({','.join('?' * len(ids))}))"
+            f"p.pk IN (SELECT paper_pk FROM topic_matches WHERE topic_id IN ({','.join('?' * len(ids))})"
+            " AND kind = 'exact')"
         )
         params.extend(ids)
     if categories:
@@ -288,3 +289,17 @@ class PaperRepo:
             (to_ts(since),),
         )
         return [(r["week"], r["category"], r["n"]) for r in rows]
+
+    async def texts(
+        self, *, after: int = 0, batch: int = 5000
+    ) -> AsyncIterator[list[tuple[int, str, str, str]]]:
+        """(position, arxiv id, title, abstract) of the papers first stored after `after`, by position (pk)."""
+        while True:
+            rows = await self.db.fetchall(
+                "SELECT pk, arxiv_id, title, abstract FROM papers WHERE pk > ? ORDER BY pk LIMIT ?",
+                (after, batch),
+            )
+            if not rows:
+                return
+            after = rows[-1][0]
+            yield [(r[0], r[1], r[2], r[3]) for r in rows]

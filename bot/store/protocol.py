@@ -28,6 +28,7 @@ from bot.models import (
     Announcement,
     BackfillWindow,
     Follow,
+    MatchKind,
     Mode,
     Paper,
     PendingDelivery,
@@ -81,6 +82,12 @@ class PaperRepository(Protocol):
     async def weekly_category_counts(self, since: datetime) -> list[tuple[str, str, int]]:
         """(week start as YYYY-MM-DD, Monday-based, UTC; category; papers) for papers submitted since `since`,
         by week, then category."""
+
+    def texts(self, *, after: int = 0, batch: int = 5000) -> AsyncIterator[list[tuple[int, str, str, str]]]:
+        """(position, arxiv id, title, abstract) of the papers first stored after position `after` (0: all), in
+        the order they were first stored, in batches of at most `batch`: what the learned scorer reads of each
+        paper, once. Positions are positive and only grow."""
+        ...
 
 
 class SearchRepository(Protocol):
@@ -242,6 +249,29 @@ class TopicRepository(Protocol):
         descendants of the same owner), after one of them changed query, place or was deleted. Its own
         matches stay. One transaction; no query is evaluated."""
 
+    async def matched_ids(self, topic_id: int) -> list[str]:
+        """The arXiv ids of the topic's exact matches (own and through descendants), in no particular order:
+        what its learned scorer learns from."""
+
+    async def add_suggestions(self, pairs: Sequence[tuple[int, str]], at: datetime) -> int:
+        """Record (topic id, arxiv id) pairs the topic's learned scorer suggests (kind 'suggested'); a paper
+        the topic already holds stays as it is. Returns how many are new. Suggestions are the topic's own: they
+        are not inherited by ancestors (each topic's scorer suggests for itself), and every reader that counts
+        (`count_matches`, `counts_between`, `matched_ids`, search by topic) reads exact matches only."""
+
+    async def replace_suggestions(self, topic_id: int, arxiv_ids: Sequence[str], at: datetime) -> int:
+        """Make the topic's suggestions exactly `arxiv_ids` (exact matches stay), in one transaction; returns
+        how many it holds now."""
+
+    async def suggested_among(self, topic_ids: Sequence[int], arxiv_ids: Sequence[str]) -> set[str]:
+        """Of these papers, those the topics hold only as suggestions."""
+
+    async def count_suggested(
+        self, topic_ids: Sequence[int], start: datetime, end: datetime
+    ) -> dict[int, int]:
+        """Each topic's suggested papers submitted (v1) in [start, end) (what /momentum shows beside its
+        counts), in one round trip; a topic without any gets 0."""
+
     async def count_matches(self, topic_id: int, start: datetime, end: datetime) -> int:
         """The topic's matched papers submitted (v1) in [start, end)."""
 
@@ -261,11 +291,17 @@ class TopicRepository(Protocol):
         """The topics some channel of a server follows, each once, ordered by folded name."""
 
     async def latest_papers(
-        self, topic_id: int, limit: int, offset: int = 0, *, including: Sequence[int] = ()
+        self,
+        topic_id: int,
+        limit: int,
+        offset: int = 0,
+        *,
+        including: Sequence[int] = (),
+        suggested: bool = False,
     ) -> list[Paper]:
-        """The topic's matched papers (with, each once, those of the topics `including` names), newest
-        submission first, from the `offset`-th on, at most `limit`. Raises ValueError for a negative limit or
-        offset."""
+        """The topic's exact matches (with `suggested`, its suggestions too; with, each once, those of the
+        topics `including` names), newest submission first, from the `offset`-th on, at most `limit`. Raises
+        ValueError for a negative limit or offset."""
 
     async def count_candidates(
         self, fts: str | None, *, categories: Sequence[str] = (), since: datetime | None = None, cap: int
@@ -297,9 +333,11 @@ class FollowRepository(Protocol):
         digest_hour: int,
         created_by: int | None,
         at: datetime,
+        match: MatchKind = "exact",
     ) -> tuple[Follow, bool]:
-        """Follow a topic in a channel, or change how an existing follow posts (which also clears its broken
-        mark). Returns the follow and whether it is new. Idempotent per (channel, topic)."""
+        """Follow a topic in a channel, or change how an existing follow posts and what it receives (`match`:
+        the query's matches, or also the learned scorer's suggestions), which also clears its broken mark.
+        Returns the follow and whether it is new. Idempotent per (channel, topic)."""
 
     async def for_guild(self, guild_id: int) -> list[Follow]:
         """A server's follows, broken ones included, by topic name, then channel."""

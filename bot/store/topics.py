@@ -195,17 +195,59 @@ class TopicRepo:
             await conn.executemany(
                 "INSERT INTO topic_matches (topic_id, published, paper_pk, matched_at, direct)"
                 " SELECT t.id, p.published, p.pk, ?, 1 FROM papers p JOIN topics t ON t.id = ?"
-                " WHERE p.arxiv_id = ? ON CONFLICT DO UPDATE SET direct = 1 WHERE direct = 0",
+                " WHERE p.arxiv_id = ? ON CONFLICT DO UPDATE SET direct = 1, kind = 'exact'"
+                " WHERE direct = 0 OR kind = 'suggested'",
                 [(to_ts(at), topic_id, arxiv_id) for topic_id, arxiv_id in pairs],
             )
             added = conn.total_changes - before
             await conn.executemany(
-                "INSERT OR IGNORE INTO topic_matches (topic_id, published, paper_pk, matched_at, direct)"
+                "INSERT INTO topic_matches (topic_id, published, paper_pk, matched_at, direct)"
                 " SELECT t.id, p.published, p.pk, ?, 0 FROM papers p JOIN topics t ON t.id = ?"
-                " WHERE p.arxiv_id = ?",
+                " WHERE p.arxiv_id = ? ON CONFLICT DO UPDATE SET direct = 0, kind = 'exact' WHERE kind = 'suggested'",
                 [(to_ts(at), topic_id, arxiv_id) for topic_id, arxiv_id in through],
             )
             return added
+
+    async def add_suggestions(self, pairs: Sequence[tuple[int, str]], at: datetime) -> int:
+        """Record (topic id, arxiv id) pairs the topic's learned scorer suggests (kind 'suggested'); a paper the
+        topic already holds stays as it is. Returns how many are new."""
+        if not pairs:
+            return 0
+        async with self.db.transaction() as conn:
+            before = conn.total_changes
+            await conn.executemany(
+                "INSERT OR IGNORE INTO topic_matches (topic_id, published, paper_pk, matched_at, direct, kind)"
+                " SELECT t.id, p.published, p.pk, ?, 1, 'suggested' FROM papers p JOIN topics t ON t.id = ?"
+                " WHERE p.arxiv_id = ?",
+                [(to_ts(at), topic_id, arxiv_id) for topic_id, arxiv_id in pairs],
+            )
+            return conn.total_changes - before
+
+    async def replace_suggestions(self, topic_id: int, arxiv_ids: Sequence[str], at: datetime) -> int:
+        """Make the topic's suggested papers exactly `arxiv_ids` (those it holds exactly stay exact), in one
+        transaction: after its scorer was retrained and scanned the history. Returns how many it holds now."""
+        async with self.db.transaction():
+            await self.db.execute(
+                "DELETE FROM topic_matches WHERE topic_id = ? AND kind = 'suggested'", (topic_id,)
+            )
+            await self.add_suggestions([(topic_id, a) for a in arxiv_ids], at)
+            row = await self.db.fetchone(
+                "SELECT COUNT(*) FROM topic_matches WHERE topic_id = ? AND kind = 'suggested'", (topic_id,)
+            )
+        return int(row[0]) if row else 0
+
+    async def suggested_among(self, topic_ids: Sequence[int], arxiv_ids: Sequence[str]) -> set[str]:
+        """Of these papers, those the topics hold only as suggestions (no exact row for any of them)."""
+        if not topic_ids or not arxiv_ids:
+            return set()
+        topics = ",".join("?" * len(topic_ids))
+        rows = await self.db.fetchall(
+            "SELECT p.arxiv_id FROM topic_matches m JOIN papers p ON p.pk = m.paper_pk"
+            f" WHERE m.topic_id IN ({topics}) AND p.arxiv_id IN ({','.join('?' * len(arxiv_ids))})"
+            " GROUP BY p.arxiv_id HAVING MAX(m.kind = 'exact') = 0",
+            (*topic_ids, *arxiv_ids),
+        )
+        return {r[0] for r in rows}
 
     async def rebuild_inherited(self, topic_id: int, descendants: Sequence[int], at: datetime) -> None:
         """Make the rows a topic holds through its descendants exactly the papers their own queries match:
@@ -214,23 +256,52 @@ class TopicRepo:
         marks = ",".join("?" * len(descendants))
         async with self.db.transaction() as conn:
             if not descendants:
-                await conn.execute("DELETE FROM topic_matches WHERE topic_id = ? AND direct = 0", (topic_id,))
+                await conn.execute(
+                    "DELETE FROM topic_matches WHERE topic_id = ? AND direct = 0 AND kind = 'exact'",
+                    (topic_id,),
+                )
                 return
+            # Only exact rows are inherited: a child's suggestions are its scorer's, the parent has its own.
             await conn.execute(
-                "DELETE FROM topic_matches WHERE topic_id = ? AND direct = 0 AND paper_pk NOT IN"
-                f" (SELECT paper_pk FROM topic_matches WHERE topic_id IN ({marks}) AND direct = 1)",
+                "DELETE FROM topic_matches WHERE topic_id = ? AND direct = 0 AND kind = 'exact' AND paper_pk NOT IN"
+                f" (SELECT paper_pk FROM topic_matches WHERE topic_id IN ({marks}) AND direct = 1 AND kind = 'exact')",
                 (topic_id, *descendants),
             )
             await conn.execute(
-                "INSERT OR IGNORE INTO topic_matches (topic_id, published, paper_pk, matched_at, direct)"
+                "INSERT INTO topic_matches (topic_id, published, paper_pk, matched_at, direct)"
                 f" SELECT ?, published, paper_pk, ?, 0 FROM topic_matches WHERE topic_id IN ({marks})"
-                " AND direct = 1",
+                " AND direct = 1 AND kind = 'exact' ON CONFLICT DO UPDATE SET direct = 0, kind = 'exact'"
+                " WHERE kind = 'suggested'",
                 (topic_id, to_ts(at), *descendants),
             )
 
+    async def matched_ids(self, topic_id: int) -> list[str]:
+        rows = await self.db.fetchall(
+            "SELECT p.arxiv_id FROM topic_matches m JOIN papers p ON p.pk = m.paper_pk"
+            " WHERE m.topic_id = ? AND m.kind = 'exact'",
+            (topic_id,),
+        )
+        return [r[0] for r in rows]
+
+    async def count_suggested(
+        self, topic_ids: Sequence[int], start: datetime, end: datetime
+    ) -> dict[int, int]:
+        """Each topic's suggested papers submitted (v1) in [start, end), in one query."""
+        if not topic_ids:
+            return {}
+        rows = await self.db.fetchall(
+            f"SELECT topic_id, COUNT(*) FROM topic_matches WHERE topic_id IN ({','.join('?' * len(topic_ids))})"
+            " AND kind = 'suggested' AND published >= ? AND published < ? GROUP BY topic_id",
+            (*topic_ids, to_ts(start), to_ts(end)),
+        )
+        counts = dict.fromkeys(topic_ids, 0)
+        counts.update({r[0]: int(r[1]) for r in rows})
+        return counts
+
     async def count_matches(self, topic_id: int, start: datetime, end: datetime) -> int:
         row = await self.db.fetchone(
-            "SELECT COUNT(*) FROM topic_matches WHERE topic_id = ? AND published >= ? AND published < ?",
+            "SELECT COUNT(*) FROM topic_matches WHERE topic_id = ? AND published >= ? AND published < ?"
+            " AND kind = 'exact'",
             (topic_id, to_ts(start), to_ts(end)),
         )
         return int(row[0]) if row else 0
@@ -257,7 +328,7 @@ class TopicRepo:
         if not extra:
             rows = await self.db.fetchall(
                 f"SELECT topic_id, {windows} FROM topic_matches WHERE topic_id IN ({','.join('?' * len(counts))})"
-                " AND published >= ? AND published < ? GROUP BY topic_id",
+                " AND published >= ? AND published < ? AND kind = 'exact' GROUP BY topic_id",
                 (*window_params, *counts, edges[0], edges[-1]),
             )
         else:
@@ -266,7 +337,7 @@ class TopicRepo:
                 f"WITH members (topic, member) AS (VALUES {','.join(['(?, ?)'] * len(members))})"
                 f" SELECT topic, {windows} FROM (SELECT DISTINCT members.topic AS topic, m.published AS"
                 " published, m.paper_pk FROM members JOIN topic_matches m ON m.topic_id = members.member"
-                " WHERE m.published >= ? AND m.published < ?) GROUP BY topic",
+                " WHERE m.published >= ? AND m.published < ? AND m.kind = 'exact') GROUP BY topic",
                 (*(x for pair in members for x in pair), *window_params, edges[0], edges[-1]),
             )
         for row in rows:
@@ -281,22 +352,30 @@ class TopicRepo:
         return sorted((_topic(r) for r in rows), key=lambda t: fold_name(t.name))
 
     async def latest_papers(
-        self, topic_id: int, limit: int, offset: int = 0, *, including: Sequence[int] = ()
+        self,
+        topic_id: int,
+        limit: int,
+        offset: int = 0,
+        *,
+        including: Sequence[int] = (),
+        suggested: bool = False,
     ) -> list[Paper]:
-        """The topic's papers (and, each once, those of the topics `including` names), newest first."""
+        """The topic's papers (and, each once, those of the topics `including` names), newest first: the exact
+        matches, and with `suggested` the scorer's suggestions too."""
         if limit < 0 or offset < 0:  # SQLite reads LIMIT -1 as "no limit"
             raise ValueError(f"limit and offset must not be negative (got {limit}, {offset})")
+        kinds = "" if suggested else " AND kind = 'exact'"
         if not including:
             rows = await self.db.fetchall(
                 "SELECT p.* FROM topic_matches m JOIN papers p ON p.pk = m.paper_pk WHERE m.topic_id = ?"
-                " ORDER BY m.published DESC LIMIT ? OFFSET ?",
+                f"{kinds} ORDER BY m.published DESC LIMIT ? OFFSET ?",
                 (topic_id, limit, offset),
             )
         else:
             ids = [topic_id, *including]
             rows = await self.db.fetchall(
                 "SELECT p.* FROM (SELECT paper_pk, MAX(published) AS published FROM topic_matches"
-                f" WHERE topic_id IN ({','.join('?' * len(ids))}) GROUP BY paper_pk"
+                f" WHERE topic_id IN ({','.join('?' * len(ids))}){kinds} GROUP BY paper_pk"
                 " ORDER BY published DESC LIMIT ? OFFSET ?) m JOIN papers p ON p.pk = m.paper_pk"
                 " ORDER BY m.published DESC",
                 (*ids, limit, offset),
@@ -362,12 +441,13 @@ async def with_card_topics(db: Database, items: list[PendingDelivery]) -> list[P
         followed.setdefault(row[0], set()).add(row[1])
     arxiv_ids = sorted({d.paper.arxiv_id for d in items})
     matched: dict[str, set[int]] = {}
+    suggested: dict[str, set[int]] = {}
     for row in await db.fetchall(
-        "SELECT p.arxiv_id, m.topic_id FROM topic_matches m JOIN papers p ON p.pk = m.paper_pk"
+        "SELECT p.arxiv_id, m.topic_id, m.kind FROM topic_matches m JOIN papers p ON p.pk = m.paper_pk"
         f" WHERE p.arxiv_id IN ({','.join('?' * len(arxiv_ids))})",
         arxiv_ids,
     ):
-        matched.setdefault(row[0], set()).add(row[1])
+        (matched if row[2] == "exact" else suggested).setdefault(row[0], set()).add(row[1])
     guilds = sorted({CATALOG_GUILD, *(d.guild_id for d in items)})
     rows = [
         _topic(r)
@@ -392,5 +472,8 @@ async def with_card_topics(db: Database, items: list[PendingDelivery]) -> list[P
             if t in tree and (t in wanted or wanted.intersection(tree.ancestors(t)))
         ]
         shown = tree.most_specific(below) or [t for t in wanted if t in names]
-        named.append(replace(item, topics=tuple(sorted(names[t] for t in shown))))
+        # No exact match at or below a followed topic: the paper came through a follow that asked for the
+        # learned scorer's suggestions, and its card says so.
+        by_scorer = not below and bool(wanted & suggested.get(item.paper.arxiv_id, set()))
+        named.append(replace(item, topics=tuple(sorted(names[t] for t in shown)), suggested=by_scorer))
     return named

@@ -200,6 +200,10 @@ class TopicIndex:
         """The query of a topic, or None for a topic deleted meanwhile."""
         return self._queries.get(topic_id)
 
+    def queries(self) -> dict[int, str]:
+        """Every topic's query text by id (what the learned scorer checks its models against)."""
+        return {topic_id: query.text for topic_id, query in self._queries.items()}
+
     # ---- the tree ------------------------------------------------------------------------------------------
 
     @property

@@ -1,0 +1,111 @@
+"""The trained scorers in one file beside the database, read back at start.
+
+A NumPy `.npz` archive without pickles (loading it runs no code, whoever wrote the file): a JSON header with
+the format version and each topic's status, the featurizer's IDF, and each scored topic's non-zero weights.
+It is written to a temporary file and renamed over the old one, so a crash leaves the old model. A missing,
+damaged or older-format file reads as None, and the caller trains again: never fatal.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from bot.topics.scorer import N_FEATURES, Featurizer, ScorerSet, TopicScorer
+
+log = logging.getLogger(__name__)
+
+FORMAT = 1
+MODEL_FILE = "scorer-model.npz"
+
+
+def save(scorers: ScorerSet, path: Path) -> None:
+    topics = {}
+    arrays: dict[str, np.ndarray] = {
+        "idf": scorers.featurizer.idf,
+        "trained_on": np.array(sorted(scorers.trained_on), dtype=str),
+    }
+    for number, (key, scorer) in enumerate(scorers.topics.items()):
+        entry = {
+            "key": key,
+            "query": scorer.query,
+            "status": scorer.status,
+            "why": scorer.why,
+            "intercept": scorer.intercept,
+            "threshold": scorer.threshold if scorer.scored else None,
+            "positives": scorer.positives,
+            "negatives": scorer.negatives,
+            "estimated_precision": scorer.estimated_precision,
+            "estimated_recall": scorer.estimated_recall,
+            "held_out_suggestions": sorted(scorer.held_out_suggestions),
+            "weights": None,
+        }
+        if scorer.coef is not None:
+            columns = np.flatnonzero(scorer.coef)
+            arrays[f"w{number}_columns"] = columns.astype(np.int32)
+            arrays[f"w{number}_values"] = scorer.coef[columns]
+            entry["weights"] = f"w{number}"
+        topics[str(number)] = entry
+    header = {
+        "format": FORMAT,
+        "n_features": N_FEATURES,
+        "documents": scorers.featurizer.documents,
+        "top_terms": scorers.featurizer.top_terms,
+        "topics": topics,
+    }
+    arrays["header"] = np.array(json.dumps(header))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    with partial.open("wb") as out:
+        np.savez(out, **arrays)  # type: ignore[arg-type]  # numpy's stubs want positional arrays here
+    os.replace(partial, path)
+
+
+def load(path: Path) -> ScorerSet | None:
+    """The scorers saved at `path`; None (logged) when the file is missing, damaged or of another format."""
+    try:
+        return _load(path)
+    except FileNotFoundError:
+        log.debug("no scorer model at %s yet: it will be trained", path)
+    except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, EOFError) as exc:
+        log.warning("the scorer model at %s is unreadable (%s): it will be trained again", path, exc)
+    return None
+
+
+def _load(path: Path) -> ScorerSet:
+    with np.load(path, allow_pickle=False) as arrays:
+        header = json.loads(str(arrays["header"]))
+        if header.get("format") != FORMAT or header.get("n_features") != N_FEATURES:
+            raise ValueError(f"format {header.get('format')!r}, expected {FORMAT}")
+        idf = arrays["idf"].astype(np.float32)
+        if idf.shape != (N_FEATURES,):
+            raise ValueError("the IDF has the wrong shape")
+        scorers = ScorerSet(
+            Featurizer(idf, int(header["documents"]), int(header["top_terms"])),
+            trained_on=frozenset(arrays["trained_on"].tolist()),
+        )
+        for entry in header["topics"].values():
+            coef = None
+            if entry["weights"] is not None:
+                coef = np.zeros(N_FEATURES, dtype=np.float32)
+                coef[arrays[entry["weights"] + "_columns"]] = arrays[entry["weights"] + "_values"]
+            threshold = entry["threshold"]
+            scorers.topics[entry["key"]] = TopicScorer(
+                query=entry["query"],
+                status=entry["status"] if entry["status"] in ("scored", "query-only") else "query-only",
+                why=entry["why"],
+                coef=coef,
+                intercept=float(entry["intercept"]),
+                threshold=float("inf") if threshold is None else float(threshold),
+                positives=int(entry["positives"]),
+                negatives=int(entry["negatives"]),
+                estimated_precision=entry["estimated_precision"],
+                estimated_recall=entry["estimated_recall"],
+                held_out_suggestions=frozenset(entry["held_out_suggestions"]),
+            )
+    return scorers
