@@ -63,7 +63,9 @@ async def main() -> None:
     store = await build(OUT / f"history-{args.papers}.sqlite3", args.papers, clock)
     words = Corpus(seed=11).words
     # A topic as selective as a real one (~0.3-1% of papers): two mid-frequency words, or a rarer phrase.
-    text = f'({words[150]} AND {words[300]}) OR ({words[200]} AND {words[400]}) OR ti:"{words[40]} {words[41]}"'
+    text = (
+        f'({words[150]} AND {words[300]}) OR ({words[200]} AND {words[400]}) OR ti:"{words[40]} {words[41]}"'
+    )
     query = parse_query(text)
     index = TopicIndex(store, clock)
     service = TopicService(store, index, clock)

@@ -51,7 +51,9 @@ def bare_executemany(path: Path, papers: list[Paper]) -> float:
     began = time.perf_counter()
     for i in range(0, len(rows), BATCH):
         with conn:
-            conn.executemany(f"INSERT INTO papers VALUES ({','.join('?' * len(rows[0]))})", rows[i : i + BATCH])
+            conn.executemany(
+                f"INSERT INTO papers VALUES ({','.join('?' * len(rows[0]))})", rows[i : i + BATCH]
+            )
     elapsed = time.perf_counter() - began
     conn.close()
     return elapsed

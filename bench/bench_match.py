@@ -57,7 +57,10 @@ def vocabulary(rng: random.Random, size: int) -> list[str]:
 
 
 def make_papers(zipf: Zipf, rng: random.Random, count: int) -> list[Paper]:
-    names = [f"{zipf.words[rng.randrange(2000)].title()} {zipf.words[rng.randrange(20000)].title()}" for _ in range(3000)]
+    names = [
+        f"{zipf.words[rng.randrange(2000)].title()} {zipf.words[rng.randrange(20000)].title()}"
+        for _ in range(3000)
+    ]
     papers = []
     for i in range(count):
         title = " ".join(zipf.word() for _ in range(rng.randint(6, 14)))
@@ -78,7 +81,9 @@ def make_papers(zipf: Zipf, rng: random.Random, count: int) -> list[Paper]:
     return papers
 
 
-def make_topics(zipf: Zipf, rng: random.Random, papers: list[Paper], count: int) -> list[tuple[int, TopicQuery]]:
+def make_topics(
+    zipf: Zipf, rng: random.Random, papers: list[Paper], count: int
+) -> list[tuple[int, TopicQuery]]:
     common = set(zipf.words[:TOPIC_WORDS_FROM_RANK])
 
     def phrase() -> str:  # two adjacent words of some abstract, past the stopword-like ranks
@@ -156,7 +161,9 @@ def main() -> None:
     estimated = "" if len(sample) == len(papers) else f" (estimated from {len(sample)} papers)"
 
     matches = sum(len(ids) for ids in indexed.values())
-    print(f"\n{matches} matches over {len(indexed)} papers; indexed and brute force agree on {len(sample)} papers")
+    print(
+        f"\n{matches} matches over {len(indexed)} papers; indexed and brute force agree on {len(sample)} papers"
+    )
     print(f"paper texts built once in {texts_s:.2f} s; index built in {build_s:.2f} s\n")
     print("| method | papers x topics | topics evaluated per paper | seconds | vs indexed |")
     print("|---|---|---|---|---|")

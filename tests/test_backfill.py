@@ -109,7 +109,9 @@ async def test_resumes_after_an_interruption_without_refetching(store: Store, ht
         stored = await backfill(store, arxiv, http, clock, progress).run(days=4)
         assert stored == 9 and await store.papers.count() == 15
         again: list[Progress] = []
-        assert await backfill(store, arxiv, http, clock, again).run(days=4) == 0  # nothing left: one line says so
+        assert (
+            await backfill(store, arxiv, http, clock, again).run(days=4) == 0
+        )  # nothing left: one line says so
         assert [p.line() for p in again] == ["0 papers stored · all 5 windows done"]
         assert len([r for r in arxiv.requests if r.endpoint == "api"]) == 3  # only the windows not done
 
@@ -121,7 +123,9 @@ async def test_unusable_entries_are_skipped_and_recorded_and_every_window_comple
     day_one = papers[0].published
     bad = [
         hostile_entry("a version past SQLite's integer", published=day_one + timedelta(minutes=2)),
-        hostile_entry("a year-9999 date past the end of time in UTC", published=day_one + timedelta(minutes=3)),
+        hostile_entry(
+            "a year-9999 date past the end of time in UTC", published=day_one + timedelta(minutes=3)
+        ),
         RawEntry(entry_xml(make_paper(77, published=datetime(2099, 1, 1, tzinfo=UTC))), day_one),
     ]
     async with FakeArxiv([*papers, *bad]) as arxiv:

@@ -26,7 +26,11 @@ def imported_modules(path: Path) -> list[tuple[int, str]]:
 
 def is_test_module(name: str) -> bool:
     parts = name.split(".")
-    return parts[0] == "tests" and parts[-1].startswith("test_") and ROOT.joinpath(*parts).with_suffix(".py").is_file()
+    return (
+        parts[0] == "tests"
+        and parts[-1].startswith("test_")
+        and ROOT.joinpath(*parts).with_suffix(".py").is_file()
+    )
 
 
 def test_no_test_module_imports_another_test_module() -> None:

@@ -39,14 +39,39 @@ def momentum(current: int, previous: int, all_new: int = 10_000, **extra: object
 @pytest.mark.parametrize(
     ("current", "previous", "all_new", "sentence"),
     [
-        (49, 16, 9800, "49 papers in the last four weeks, up 206% on the four weeks before. 0.5% of all new papers."),
-        (88, 100, 4000, "88 papers in the last four weeks, down 12% on the four weeks before. 2.2% of all new papers."),
-        (102, 100, 1000, "102 papers in the last four weeks, about the same as the four weeks before. 10% of all new papers."),
+        (
+            49,
+            16,
+            9800,
+            "49 papers in the last four weeks, up 206% on the four weeks before. 0.5% of all new papers.",
+        ),
+        (
+            88,
+            100,
+            4000,
+            "88 papers in the last four weeks, down 12% on the four weeks before. 2.2% of all new papers.",
+        ),
+        (
+            102,
+            100,
+            1000,
+            "102 papers in the last four weeks, about the same as the four weeks before. 10% of all new papers.",
+        ),
         (3, 0, 9000, "3 papers in the last four weeks, new this period. <0.1% of all new papers."),
         (1, 0, 50, "1 paper in the last four weeks, new this period. 2.0% of all new papers."),
-        (4, 2, 100, "4 papers in the last four weeks, against 2 in the four weeks before: too few to call a trend. 4.0% of all new papers."),
+        (
+            4,
+            2,
+            100,
+            "4 papers in the last four weeks, against 2 in the four weeks before: too few to call a trend. 4.0% of all new papers.",
+        ),
         (0, 0, 0, "No papers in the last four weeks, and none in the four weeks before."),
-        (0, 12, 500, "0 papers in the last four weeks, down 100% on the four weeks before. 0% of all new papers."),
+        (
+            0,
+            12,
+            500,
+            "0 papers in the last four weeks, down 100% on the four weeks before. 0% of all new papers.",
+        ),
     ],
 )
 def test_sentence(current: int, previous: int, all_new: int, sentence: str) -> None:
@@ -55,7 +80,10 @@ def test_sentence(current: int, previous: int, all_new: int, sentence: str) -> N
 
 def test_sentence_names_the_denominator_when_the_topic_narrows_it() -> None:
     m = momentum(49, 16, 9800, categories=("cs.RO",), name_categories=True, weeks=1)
-    assert m.sentence() == "49 papers in the last week, up 206% on the week before. 0.5% of all new papers in cs.RO."
+    assert (
+        m.sentence()
+        == "49 papers in the last week, up 206% on the week before. 0.5% of all new papers in cs.RO."
+    )
 
 
 def test_window_ends_at_last_complete_day() -> None:
@@ -63,12 +91,21 @@ def test_window_ends_at_last_complete_day() -> None:
     assert end == datetime(2026, 11, 29, tzinfo=UTC)
     assert start == end - timedelta(days=28) and prev_start == start - timedelta(days=28)
     # just after midnight the day that just ended counts
-    assert window_bounds(datetime(2026, 11, 30, 0, 0, 1, tzinfo=UTC), 4)[2] == datetime(2026, 11, 30, tzinfo=UTC)
+    assert window_bounds(datetime(2026, 11, 30, 0, 0, 1, tzinfo=UTC), 4)[2] == datetime(
+        2026, 11, 30, tzinfo=UTC
+    )
 
 
-async def _topic_with(store: Store, clock: FakeClock, times: list[datetime], others: list[datetime]) -> TopicRow:
+async def _topic_with(
+    store: Store, clock: FakeClock, times: list[datetime], others: list[datetime]
+) -> TopicRow:
     topic, _ = await store.topics.save(
-        guild_id=0, slug="rl-post-training", name="RL Post-Training", description="", query="ti:rl", at=clock.now()
+        guild_id=0,
+        slug="rl-post-training",
+        name="RL Post-Training",
+        description="",
+        query="ti:rl",
+        at=clock.now(),
     )
     papers = [make_paper(i, published=t) for i, t in enumerate(times)]
     fill = [make_paper(1000 + i, published=t, categories=("cs.CL",)) for i, t in enumerate(others)]

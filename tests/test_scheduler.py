@@ -121,7 +121,11 @@ async def test_start_registers_the_poll_at_once_then_on_its_interval_deliveries_
             retrain = jobs["retrain"]
             assert isinstance(retrain.trigger, CronTrigger)
             assert retrain.next_run_time == NOW + timedelta(minutes=5)
-            assert (retrain.max_instances, retrain.coalesce, retrain.misfire_grace_time) == (1, True, 6 * 3600)
+            assert (retrain.max_instances, retrain.coalesce, retrain.misfire_grace_time) == (
+                1,
+                True,
+                6 * 3600,
+            )
         finally:
             await scheduler.stop()
 
@@ -160,7 +164,9 @@ async def test_a_poll_posts_only_after_reading_the_api_and_then_the_feed(tmp_pat
         from_api = submitted(1, hours_ago=2)
         only_in_feed = make_paper(2, published=NOW - timedelta(days=11))  # outside the API poll's range
         w.arxiv.papers = [from_api, only_in_feed]
-        w.arxiv.set_rss(rss_feed([(from_api, "new"), (only_in_feed, "new")], announced=NOW), cats="cs.AI+cs.LG")
+        w.arxiv.set_rss(
+            rss_feed([(from_api, "new"), (only_in_feed, "new")], announced=NOW), cats="cs.AI+cs.LG"
+        )
         asked_before_posting: list[list[str]] = []
         w.poster.before = lambda post: asked_before_posting.append([r.endpoint for r in w.arxiv.requests])
         already_asked = len(w.arxiv.requests)
@@ -169,7 +175,9 @@ async def test_a_poll_posts_only_after_reading_the_api_and_then_the_feed(tmp_pat
 
         assert sorted(w.poster.cards(CHANNEL)) == sorted([from_api.arxiv_id, only_in_feed.arxiv_id])
         this_poll = [r.endpoint for r in w.arxiv.requests][already_asked:]
-        assert this_poll[0] == "api" and "rss" in this_poll  # the API, then the feed (and the API for its paper)
+        assert (
+            this_poll[0] == "api" and "rss" in this_poll
+        )  # the API, then the feed (and the API for its paper)
         assert all(asked == [r.endpoint for r in w.arxiv.requests] for asked in asked_before_posting)
 
 
@@ -185,7 +193,10 @@ async def test_digests_post_the_papers_collected_for_the_clocks_hour_only(tmp_pa
         w.clock.advance(3600)  # 09:00
         await scheduler.digests()
         [digest] = [p for p in w.poster.posts if p.channel_id == DIGEST_CHANNEL]
-        assert digest.kind == "digest" and sorted(digest.papers) == [make_paper(1).arxiv_id, make_paper(2).arxiv_id]
+        assert digest.kind == "digest" and sorted(digest.papers) == [
+            make_paper(1).arxiv_id,
+            make_paper(2).arxiv_id,
+        ]
 
 
 async def test_the_first_delivery_after_a_restart_finds_the_post_left_in_flight_instead_of_posting_it_again(

@@ -265,9 +265,7 @@ def _abstract_text(paper: Paper, chars: int) -> str:
 
 def _topics_text(topics: Sequence[str]) -> str:
     names = _distinct(
-        clip(clean(t, RAW_MARGIN * TOPIC_CHARS), TOPIC_CHARS)
-        for t in topics[:TOPICS_READ]
-        if t != SUGGESTED
+        clip(clean(t, RAW_MARGIN * TOPIC_CHARS), TOPIC_CHARS) for t in topics[:TOPICS_READ] if t != SUGGESTED
     )
     note = f" ({SUGGESTED_NOTE})" if SUGGESTED in topics else ""
     return clip("Matched: " + SEP.join(names), _FOOTER_TOPICS_CHARS - len(note)) + note if names else ""

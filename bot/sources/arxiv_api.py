@@ -331,7 +331,9 @@ def outside_window(papers: Sequence[Paper], bounds: tuple[datetime, datetime]) -
     """The papers submitted outside `bounds` (from submitted_bounds), as skipped entries."""
     lo, hi = bounds
     return [
-        SkippedEntry(p.versioned_id, f"submitted {p.published:%Y-%m-%d %H:%M} UTC, outside the window asked for")
+        SkippedEntry(
+            p.versioned_id, f"submitted {p.published:%Y-%m-%d %H:%M} UTC, outside the window asked for"
+        )
         for p in papers
         if not lo <= p.published < hi
     ]

@@ -223,6 +223,4 @@ class PoliteHttp:
                 wait,
             )
             await self.clock.sleep(wait)
-        raise ArxivUnavailable(
-            f"{what} did not answer after {self.max_tries} tries (last: {last_reason})"
-        )
+        raise ArxivUnavailable(f"{what} did not answer after {self.max_tries} tries (last: {last_reason})")

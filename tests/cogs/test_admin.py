@@ -102,9 +102,9 @@ async def test_status_shows_every_poll_error_and_the_entries_skipped(tmp_path: P
         async with running_paperbot(tmp_path, discord, arxiv, clock=clock) as bot:
 
             async def polling() -> str:
-                return fields_of(await (await invoke(discord, guild, papers, admin, "status")).wait_response())[
-                    "arXiv polling"
-                ]
+                return fields_of(
+                    await (await invoke(discord, guild, papers, admin, "status")).wait_response()
+                )["arXiv polling"]
 
             assert (await bot.ctx.ingestor().poll_once()).complete
             healthy = await polling()

@@ -155,7 +155,9 @@ async def test_momentum_of_an_unknown_topic_is_a_private_error(server: Server) -
 
 @module_loop
 async def test_momentum_without_topic_ranks_this_servers_follows(server: Server, env: Env) -> None:
-    await env.bot.services.topics.save_custom(server.guild.id, "Zebrafish $\\undefined$ @everyone", "ti:zebrafish")
+    await env.bot.services.topics.save_custom(
+        server.guild.id, "Zebrafish $\\undefined$ @everyone", "ti:zebrafish"
+    )
     await server.follow("Zebrafish $\\undefined$ @everyone")
     await server.follow("RL Post-Training")
     await server.follow("RL Post-Training")  # the same topic twice counts once

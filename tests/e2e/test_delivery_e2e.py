@@ -203,9 +203,7 @@ async def test_a_fresh_install_posts_no_history_then_posts_what_is_new(
         assert first.complete and len(first.new) == 25
         assert (await bot.worker.deliver_once()).sent == 0
         topic = await bot.services.topics.find(guild.id, "RL Post-Training")
-        assert (
-            topic is not None and len(await bot.services.history.latest(topic, 10)) == 5
-        )  # matched
+        assert topic is not None and len(await bot.services.history.latest(topic, 10)) == 5  # matched
         clock.advance(3600)
         fresh = announced(clock, ["RLVR post-training for theorem proving"], start=300)
         arxiv.papers += fresh

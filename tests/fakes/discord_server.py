@@ -91,15 +91,30 @@ class Member:
 
     def user_payload(self) -> dict[str, Any]:
         return {
-            "id": str(self.id), "username": self.name, "discriminator": "0", "global_name": None,
-            "avatar": None, "bot": self.bot, "public_flags": 0, "flags": 0, "primary_guild": None,
+            "id": str(self.id),
+            "username": self.name,
+            "discriminator": "0",
+            "global_name": None,
+            "avatar": None,
+            "bot": self.bot,
+            "public_flags": 0,
+            "flags": 0,
+            "primary_guild": None,
         }
 
     def member_payload(self) -> dict[str, Any]:
         return {
-            "user": self.user_payload(), "roles": [str(self.role_id)], "nick": None, "avatar": None,
-            "joined_at": "2024-01-01T00:00:00+00:00", "premium_since": None, "deaf": False, "mute": False,
-            "flags": 0, "pending": False, "communication_disabled_until": None,
+            "user": self.user_payload(),
+            "roles": [str(self.role_id)],
+            "nick": None,
+            "avatar": None,
+            "joined_at": "2024-01-01T00:00:00+00:00",
+            "premium_since": None,
+            "deaf": False,
+            "mute": False,
+            "flags": 0,
+            "pending": False,
+            "communication_disabled_until": None,
         }
 
 
@@ -181,7 +196,9 @@ class Interaction:
         await self.fake.wait_for(lambda: len(self.followup_messages) >= count)
         return self.followup_messages
 
-    async def wait_original(self, predicate: Callable[[dict[str, Any]], bool] = lambda m: True) -> dict[str, Any]:
+    async def wait_original(
+        self, predicate: Callable[[dict[str, Any]], bool] = lambda m: True
+    ) -> dict[str, Any]:
         await self.fake.wait_for(lambda: self.original is not None and predicate(self.original))
         assert self.original is not None
         return self.original
@@ -250,8 +267,14 @@ def _pattern_regex(pattern: str) -> tuple[str | None, re.Pattern[str]]:
 class FakeDiscord:
     """Loopback Discord: start it, point discord.py at it (`pointing_discord_at`), drive and observe."""
 
-    def __init__(self, *, heartbeat_interval_ms: int = 1000, interaction_deadline: float = 3.0,
-                 timeout: float = 10.0, validator: OpenAPIValidator | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        heartbeat_interval_ms: int = 1000,
+        interaction_deadline: float = 3.0,
+        timeout: float = 10.0,
+        validator: OpenAPIValidator | None = None,
+    ) -> None:
         self.token = "fake." + secrets.token_urlsafe(24)
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.interaction_deadline = interaction_deadline
@@ -383,7 +406,9 @@ class FakeDiscord:
 
     def add_guild(self, name: str) -> Guild:
         guild = Guild(self._snowflake(), name, self.owner_user_id)
-        bot = Member(self.bot_user_id, "paperwatch-test", guild.id, ALL_PERMISSIONS, self._snowflake(), bot=True)
+        bot = Member(
+            self.bot_user_id, "paperwatch-test", guild.id, ALL_PERMISSIONS, self._snowflake(), bot=True
+        )
         guild.members.append(bot)
         self._members[bot.id] = bot
         self.guilds.append(guild)
@@ -404,7 +429,13 @@ class FakeDiscord:
 
     def add_forum_channel(self, guild: Guild, name: str, tags: tuple[str, ...] | list[str] = ()) -> Channel:
         tag_objs = [
-            {"id": str(self._snowflake()), "name": tag, "moderated": False, "emoji_id": None, "emoji_name": None}
+            {
+                "id": str(self._snowflake()),
+                "name": tag,
+                "moderated": False,
+                "emoji_id": None,
+                "emoji_name": None,
+            }
             for tag in tags
         ]
         return self._add_channel(guild, name, FORUM_CHANNEL, tag_objs)
@@ -415,8 +446,11 @@ class FakeDiscord:
         self._members[member.id] = member
         if self.session_id is not None:
             self._emit("GUILD_ROLE_CREATE", {"guild_id": str(guild.id), "role": self._role_payload(member)})
-            self._emit("GUILD_MEMBER_ADD", {**member.member_payload(), "guild_id": str(guild.id)},
-                       INTENT_GUILD_MEMBERS)
+            self._emit(
+                "GUILD_MEMBER_ADD",
+                {**member.member_payload(), "guild_id": str(guild.id)},
+                INTENT_GUILD_MEMBERS,
+            )
         return member
 
     def set_bot_permissions(self, channel: Channel, permissions: int) -> None:
@@ -455,8 +489,16 @@ class FakeDiscord:
 
     # ---- faults ------------------------------------------------------------------------------------------
 
-    def fail_next(self, route_pattern: str, status: int, count: int = 1, *, retry_after: float = 0.05,
-                  global_: bool = False, applied: bool = False) -> None:
+    def fail_next(
+        self,
+        route_pattern: str,
+        status: int,
+        count: int = 1,
+        *,
+        retry_after: float = 0.05,
+        global_: bool = False,
+        applied: bool = False,
+    ) -> None:
         """Answer the next `count` matching requests with `status`.
 
         `route_pattern` is a path (optionally prefixed by a method) with `{name}` or `*` wildcards, e.g.
@@ -504,23 +546,41 @@ class FakeDiscord:
 
     def _role_payload(self, member: Member) -> dict[str, Any]:
         return {
-            "id": str(member.role_id), "name": f"{member.name}-role", "permissions": str(member.permissions),
-            "position": 1, "color": 0, "hoist": False, "managed": member.bot, "mentionable": False, "flags": 0,
+            "id": str(member.role_id),
+            "name": f"{member.name}-role",
+            "permissions": str(member.permissions),
+            "position": 1,
+            "color": 0,
+            "hoist": False,
+            "managed": member.bot,
+            "mentionable": False,
+            "flags": 0,
         }
 
     def _channel_payload(self, channel: Channel) -> dict[str, Any]:
         if channel.is_thread:
             return self._thread_payload(channel)
         payload: dict[str, Any] = {
-            "id": str(channel.id), "type": channel.type, "name": channel.name, "position": channel.position,
-            "guild_id": str(channel.guild_id), "parent_id": None, "topic": None, "nsfw": False,
-            "rate_limit_per_user": 0, "last_message_id": None, "flags": 0,
+            "id": str(channel.id),
+            "type": channel.type,
+            "name": channel.name,
+            "position": channel.position,
+            "guild_id": str(channel.guild_id),
+            "parent_id": None,
+            "topic": None,
+            "nsfw": False,
+            "rate_limit_per_user": 0,
+            "last_message_id": None,
+            "flags": 0,
             "permission_overwrites": self._overwrites(channel),
         }
         if channel.type == FORUM_CHANNEL:
             payload |= {
-                "available_tags": channel.tags, "default_reaction_emoji": None, "default_sort_order": None,
-                "default_forum_layout": 0, "default_thread_rate_limit_per_user": 0,
+                "available_tags": channel.tags,
+                "default_reaction_emoji": None,
+                "default_sort_order": None,
+                "default_forum_layout": 0,
+                "default_thread_rate_limit_per_user": 0,
             }
         return payload
 
@@ -532,33 +592,70 @@ class FakeDiscord:
 
     def _thread_payload(self, thread: Channel) -> dict[str, Any]:
         return {
-            "id": str(thread.id), "type": thread.type, "name": thread.name, "guild_id": str(thread.guild_id),
-            "parent_id": str(thread.parent_id), "owner_id": str(thread.owner_id), "flags": 0,
-            "last_message_id": str(thread.id), "rate_limit_per_user": 0,
-            "message_count": len(self._messages.get(thread.id, [])), "member_count": 1,
-            "total_message_sent": len(self._messages.get(thread.id, [])), "applied_tags": thread.applied_tags,
+            "id": str(thread.id),
+            "type": thread.type,
+            "name": thread.name,
+            "guild_id": str(thread.guild_id),
+            "parent_id": str(thread.parent_id),
+            "owner_id": str(thread.owner_id),
+            "flags": 0,
+            "last_message_id": str(thread.id),
+            "rate_limit_per_user": 0,
+            "message_count": len(self._messages.get(thread.id, [])),
+            "member_count": 1,
+            "total_message_sent": len(self._messages.get(thread.id, [])),
+            "applied_tags": thread.applied_tags,
             "thread_metadata": {
-                "archived": False, "archive_timestamp": _now_iso(), "auto_archive_duration": 4320,
-                "locked": False, "create_timestamp": _now_iso(),
+                "archived": False,
+                "archive_timestamp": _now_iso(),
+                "auto_archive_duration": 4320,
+                "locked": False,
+                "create_timestamp": _now_iso(),
             },
-            "member": {"id": str(thread.id), "user_id": str(self.bot_user_id), "join_timestamp": _now_iso(),
-                       "flags": 0},
+            "member": {
+                "id": str(thread.id),
+                "user_id": str(self.bot_user_id),
+                "join_timestamp": _now_iso(),
+                "flags": 0,
+            },
         }
 
     def _guild_payload(self, guild: Guild) -> dict[str, Any]:
-        everyone = {"id": str(guild.id), "name": "@everyone", "permissions": "0", "position": 0, "color": 0,
-                    "hoist": False, "managed": False, "mentionable": False, "flags": 0}
+        everyone = {
+            "id": str(guild.id),
+            "name": "@everyone",
+            "permissions": "0",
+            "position": 0,
+            "color": 0,
+            "hoist": False,
+            "managed": False,
+            "mentionable": False,
+            "flags": 0,
+        }
         live = [c for c in guild.channels if not c.deleted]
         return {
-            "id": str(guild.id), "name": guild.name, "owner_id": str(guild.owner_id), "unavailable": False,
-            "member_count": len(guild.members), "large": False, "joined_at": _now_iso(),
+            "id": str(guild.id),
+            "name": guild.name,
+            "owner_id": str(guild.owner_id),
+            "unavailable": False,
+            "member_count": len(guild.members),
+            "large": False,
+            "joined_at": _now_iso(),
             "channels": [self._channel_payload(c) for c in live if not c.is_thread],
             "threads": [self._thread_payload(c) for c in live if c.is_thread],
             "roles": [everyone] + [self._role_payload(m) for m in guild.members],
             "members": [m.member_payload() for m in guild.members],
-            "emojis": [], "stickers": [], "features": [], "voice_states": [], "presences": [],
-            "stage_instances": [], "guild_scheduled_events": [], "soundboard_sounds": [],
-            "preferred_locale": "en-US", "premium_tier": 0, "system_channel_flags": 0,
+            "emojis": [],
+            "stickers": [],
+            "features": [],
+            "voice_states": [],
+            "presences": [],
+            "stage_instances": [],
+            "guild_scheduled_events": [],
+            "soundboard_sounds": [],
+            "preferred_locale": "en-US",
+            "premium_tier": 0,
+            "system_channel_flags": 0,
         }
 
     def _attachment(self, channel_id: int, file: RecordedFile, entry: dict[str, Any]) -> dict[str, Any]:
@@ -566,14 +663,25 @@ class FakeDiscord:
         self._files[attachment_id] = file
         filename = entry.get("filename") or file.filename
         url = f"{self.base_url}/attachments/{attachment_id}/{filename}"
-        out = {"id": str(attachment_id), "filename": filename, "size": len(file.data), "url": url,
-               "proxy_url": url, "content_type": file.content_type or "application/octet-stream"}
+        out = {
+            "id": str(attachment_id),
+            "filename": filename,
+            "size": len(file.data),
+            "url": url,
+            "proxy_url": url,
+            "content_type": file.content_type or "application/octet-stream",
+        }
         if entry.get("description"):
             out["description"] = entry["description"]
         return out
 
-    def _attachments(self, channel_id: int, body: dict[str, Any], files: dict[int, RecordedFile],
-                     kept: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    def _attachments(
+        self,
+        channel_id: int,
+        body: dict[str, Any],
+        files: dict[int, RecordedFile],
+        kept: list[dict[str, Any]] | None = None,
+    ) -> list[dict[str, Any]]:
         """Attachment objects for a message body: `attachments[].id` indexes `files[n]` for new uploads."""
         out: list[dict[str, Any]] = []
         used: set[int] = set()
@@ -585,30 +693,54 @@ class FakeDiscord:
                 continue
             index = int(key) if key.isdigit() else -1
             if index not in files:
-                raise ApiError(400, 50035, "Invalid Form Body",
-                               f"attachments entry {entry!r} refers to files[{key}], which was not uploaded")
+                raise ApiError(
+                    400,
+                    50035,
+                    "Invalid Form Body",
+                    f"attachments entry {entry!r} refers to files[{key}], which was not uploaded",
+                )
             out.append(self._attachment(channel_id, files[index], entry))
             used.add(index)
         out.extend(self._attachment(channel_id, f, {}) for i, f in sorted(files.items()) if i not in used)
         return out
 
-    def _message(self, channel_id: int, body: dict[str, Any], attachments: list[dict[str, Any]], *,
-                 flags: int = 0, interaction: Interaction | None = None) -> dict[str, Any]:
+    def _message(
+        self,
+        channel_id: int,
+        body: dict[str, Any],
+        attachments: list[dict[str, Any]],
+        *,
+        flags: int = 0,
+        interaction: Interaction | None = None,
+    ) -> dict[str, Any]:
         message: dict[str, Any] = {
-            "id": str(self._snowflake()), "type": 0, "channel_id": str(channel_id),
-            "content": body.get("content") or "", "author": self._bot_user(), "timestamp": _now_iso(),
-            "edited_timestamp": None, "tts": bool(body.get("tts")), "mention_everyone": False,
-            "mentions": [], "mention_roles": [], "attachments": attachments,
-            "embeds": [{"type": "rich", **e} for e in body.get("embeds") or []], "pinned": False,
-            "flags": flags | (body.get("flags") or 0), "components": body.get("components") or [],
+            "id": str(self._snowflake()),
+            "type": 0,
+            "channel_id": str(channel_id),
+            "content": body.get("content") or "",
+            "author": self._bot_user(),
+            "timestamp": _now_iso(),
+            "edited_timestamp": None,
+            "tts": bool(body.get("tts")),
+            "mention_everyone": False,
+            "mentions": [],
+            "mention_roles": [],
+            "attachments": attachments,
+            "embeds": [{"type": "rich", **e} for e in body.get("embeds") or []],
+            "pinned": False,
+            "flags": flags | (body.get("flags") or 0),
+            "components": body.get("components") or [],
         }
         if body.get("nonce") is not None:
             message["nonce"] = body["nonce"]
         if interaction is not None:
             message |= {
-                "type": 20, "webhook_id": str(self.application_id), "application_id": str(self.application_id),
+                "type": 20,
+                "webhook_id": str(self.application_id),
+                "application_id": str(self.application_id),
                 "interaction_metadata": {
-                    "id": str(interaction.id), "type": interaction.type,
+                    "id": str(interaction.id),
+                    "type": interaction.type,
                     "user": interaction.payload["member"]["user"],
                     "authorizing_integration_owners": interaction.payload["authorizing_integration_owners"],
                 },
@@ -684,11 +816,17 @@ class FakeDiscord:
         self.session_id = uuid.uuid4().hex
         self._events, self._sent_seq, self._live_ws = [], 0, ws
         ready: dict[str, Any] = {
-            "v": 10, "user": self._bot_user(), "session_id": self.session_id,
-            "resume_gateway_url": self.resume_gateway_url, "session_type": "normal",
+            "v": 10,
+            "user": self._bot_user(),
+            "session_id": self.session_id,
+            "resume_gateway_url": self.resume_gateway_url,
+            "session_type": "normal",
             "guilds": [{"id": str(g.id), "unavailable": True} for g in self.guilds],
             "application": {"id": str(self.application_id), "flags": 0},
-            "private_channels": [], "relationships": [], "presences": [], "geo_ordered_rtc_regions": [],
+            "private_channels": [],
+            "relationships": [],
+            "presences": [],
+            "geo_ordered_rtc_regions": [],
         }
         if data.get("shard") is not None:
             ready["shard"] = data["shard"]
@@ -699,7 +837,11 @@ class FakeDiscord:
 
     async def _resume(self, ws: web.WebSocketResponse, path: str, data: dict[str, Any]) -> None:
         seq = data.get("seq") or 0
-        if data.get("token") != self.token or data.get("session_id") != self.session_id or seq > len(self._events):
+        if (
+            data.get("token") != self.token
+            or data.get("session_id") != self.session_id
+            or seq > len(self._events)
+        ):
             await ws.send_str(json.dumps({"op": 9, "d": False, "s": None, "t": None}))
             return
         self.gateway_log.append(("RESUME", seq, path))
@@ -717,32 +859,54 @@ class FakeDiscord:
         query = (data.get("query") or "").lower()
         members = [m.member_payload() for m in guild.members if m.name.lower().startswith(query)]
         limit = data.get("limit") or len(members)
-        self._emit("GUILD_MEMBERS_CHUNK", {
-            "guild_id": str(guild.id), "members": members[:limit], "chunk_index": 0, "chunk_count": 1,
-            "nonce": data.get("nonce"), "not_found": [], "presences": [],
-        })
+        self._emit(
+            "GUILD_MEMBERS_CHUNK",
+            {
+                "guild_id": str(guild.id),
+                "members": members[:limit],
+                "chunk_index": 0,
+                "chunk_count": 1,
+                "nonce": data.get("nonce"),
+                "not_found": [],
+                "presences": [],
+            },
+        )
 
     # ---- driving the bot ---------------------------------------------------------------------------------
 
     def _find_command(self, name: str, guild_id: int) -> dict[str, Any]:
-        scoped = [c for c in self.commands if c["name"] == name and c.get("guild_id") in (str(guild_id), None)]
+        scoped = [
+            c for c in self.commands if c["name"] == name and c.get("guild_id") in (str(guild_id), None)
+        ]
         if not scoped:
-            raise LookupError(f"/{name} was never synced (fake.commands has {[c['name'] for c in self.commands]})")
+            raise LookupError(
+                f"/{name} was never synced (fake.commands has {[c['name'] for c in self.commands]})"
+            )
         return min(scoped, key=lambda c: c.get("guild_id") is None)  # guild commands shadow global ones
 
-    def _option(self, given: dict[str, Any], defs: list[dict[str, Any]],
-                resolved: dict[str, dict[str, Any]], guild: Guild) -> dict[str, Any]:
+    def _option(
+        self,
+        given: dict[str, Any],
+        defs: list[dict[str, Any]],
+        resolved: dict[str, dict[str, Any]],
+        guild: Guild,
+    ) -> dict[str, Any]:
         spec = next((d for d in defs if d["name"] == given["name"]), None)
         value = given["value"]
         type_ = given.get("type") or (spec or {}).get("type") or _PY_OPTION_TYPES.get(type(value), 3)
         if isinstance(value, Channel):
             resolved.setdefault("channels", {})[str(value.id)] = {
-                **self._channel_payload(value), "permissions": str(value.bot_permissions)}
+                **self._channel_payload(value),
+                "permissions": str(value.bot_permissions),
+            }
             value = str(value.id)
         elif isinstance(value, Member):
             resolved.setdefault("users", {})[str(value.id)] = value.user_payload()
             member = {k: v for k, v in value.member_payload().items() if k != "user"}
-            resolved.setdefault("members", {})[str(value.id)] = {**member, "permissions": str(value.permissions)}
+            resolved.setdefault("members", {})[str(value.id)] = {
+                **member,
+                "permissions": str(value.permissions),
+            }
             value = str(value.id)
         option = {"name": given["name"], "type": type_, "value": value}
         if given.get("focused"):
@@ -769,24 +933,40 @@ class FakeDiscord:
             data["resolved"] = resolved
         return data
 
-    def _interaction(self, type_: int, guild: Guild, channel: Channel, member: Member, command: str,
-                     options: list[dict[str, Any]]) -> Interaction:
+    def _interaction(
+        self,
+        type_: int,
+        guild: Guild,
+        channel: Channel,
+        member: Member,
+        command: str,
+        options: list[dict[str, Any]],
+    ) -> Interaction:
         interaction_id = self._snowflake()
         token = "itok." + secrets.token_urlsafe(32)
         payload = {
-            "id": str(interaction_id), "application_id": str(self.application_id), "type": type_,
-            "token": token, "version": 1, "guild_id": str(guild.id),
+            "id": str(interaction_id),
+            "application_id": str(self.application_id),
+            "type": type_,
+            "token": token,
+            "version": 1,
+            "guild_id": str(guild.id),
             "guild": {"id": str(guild.id), "locale": "en-US", "features": []},
             "channel_id": str(channel.id),
             "channel": {**self._channel_payload(channel), "permissions": str(member.permissions)},
             "member": {**member.member_payload(), "permissions": str(member.permissions)},
-            "app_permissions": str(channel.bot_permissions), "locale": "en-US", "guild_locale": "en-US",
-            "entitlements": [], "authorizing_integration_owners": {"0": str(guild.id)}, "context": 0,
+            "app_permissions": str(channel.bot_permissions),
+            "locale": "en-US",
+            "guild_locale": "en-US",
+            "entitlements": [],
+            "authorizing_integration_owners": {"0": str(guild.id)},
+            "context": 0,
             "attachment_size_limit": ATTACHMENT_SIZE_LIMIT,
             "data": self._command_data(guild, command, options),
         }
-        record = Interaction(interaction_id, token, type_, command, payload, asyncio.get_running_loop().time(),
-                             self)
+        record = Interaction(
+            interaction_id, token, type_, command, payload, asyncio.get_running_loop().time(), self
+        )
         self.interactions.append(record)
         self._emit("INTERACTION_CREATE", payload)
         return record
@@ -794,8 +974,14 @@ class FakeDiscord:
     async def _await_session(self) -> None:
         await self.wait_for(lambda: self.session_id is not None)
 
-    async def invoke(self, guild: Guild, channel: Channel, member: Member, command: str,
-                     options: list[dict[str, Any]] | None = None) -> Interaction:
+    async def invoke(
+        self,
+        guild: Guild,
+        channel: Channel,
+        member: Member,
+        command: str,
+        options: list[dict[str, Any]] | None = None,
+    ) -> Interaction:
         """Send a slash command (type 2). `command` may name subcommands: "topics follow".
 
         Options are `{"name", "value"}` (type taken from the synced definition); a `Channel`/`Member` value
@@ -804,8 +990,9 @@ class FakeDiscord:
         await self._await_session()
         return self._interaction(2, guild, channel, member, command, options or [])
 
-    async def autocomplete(self, guild: Guild, channel: Channel, member: Member, command: str,
-                           options: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    async def autocomplete(
+        self, guild: Guild, channel: Channel, member: Member, command: str, options: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
         """Send an autocomplete interaction (type 4) and return the choices the bot answered.
 
         Exactly one option is focused: the one marked `focused: True`, else the last one.
@@ -841,8 +1028,14 @@ class FakeDiscord:
         ]
         for method in ("GET", "PATCH", "DELETE"):
             for suffix in ("@original", "{message_id}"):
-                table.append((method, f"/webhooks/{{webhook_id}}/{{webhook_token}}/messages/{suffix}",
-                              self._webhook_message, False))
+                table.append(
+                    (
+                        method,
+                        f"/webhooks/{{webhook_id}}/{{webhook_token}}/messages/{suffix}",
+                        self._webhook_message,
+                        False,
+                    )
+                )
         # Literal segments first: "@original" must not be taken for a {message_id}.
         table.sort(key=lambda r: -sum(1 for p in r[1].split("/") if p and not p.startswith("{")))
         return [_Route(m, t, _template_regex(t), h, a) for m, t, h, a in table]
@@ -863,12 +1056,16 @@ class FakeDiscord:
                     files[int(m.group(1))] = rec
                     record.files.append(rec)
                 else:
-                    self.violations.append(f"{record.method} {record.path}: unexpected multipart field {name!r}")
+                    self.violations.append(
+                        f"{record.method} {record.path}: unexpected multipart field {name!r}"
+                    )
         elif request.can_read_body:
             raw = await request.read()
             if raw:
                 if request.content_type != "application/json":
-                    self.violations.append(f"{record.method} {record.path}: body sent as {request.content_type}")
+                    self.violations.append(
+                        f"{record.method} {record.path}: body sent as {request.content_type}"
+                    )
                 record.json = json.loads(raw)
         return files
 
@@ -880,7 +1077,7 @@ class FakeDiscord:
 
     async def _handle_rest(self, request: web.Request) -> web.StreamResponse:
         raw_path = request.path
-        path = raw_path[len(API_PREFIX):] if raw_path.startswith(API_PREFIX + "/") else raw_path
+        path = raw_path[len(API_PREFIX) :] if raw_path.startswith(API_PREFIX + "/") else raw_path
         headers = {k: v for k, v in request.headers.items() if k.lower() != "authorization"}
         headers["Authorization"] = "<present>" if "Authorization" in request.headers else "<absent>"
         record = RecordedRequest(request.method, path, dict(request.query), None, [], headers)
@@ -891,11 +1088,19 @@ class FakeDiscord:
         except ApiError as err:
             response = self._api_error(record, err)
         except (json.JSONDecodeError, UnicodeDecodeError) as err:
-            response = self._api_error(record, ApiError(400, 50109, "The request body contains invalid JSON.",
-                                                        f"{record.method} {path}: invalid JSON body ({err})"))
+            response = self._api_error(
+                record,
+                ApiError(
+                    400,
+                    50109,
+                    "The request body contains invalid JSON.",
+                    f"{record.method} {path}: invalid JSON body ({err})",
+                ),
+            )
         except Exception as err:  # a bug in the fake: fail the test fast instead of a 500 the client retries
-            response = self._api_error(record, ApiError(400, 0, "fake discord error",
-                                                        f"{record.method} {path}: fake raised {err!r}"))
+            response = self._api_error(
+                record, ApiError(400, 0, "fake discord error", f"{record.method} {path}: fake raised {err!r}")
+            )
         record.status = response.status
         self._notify()
         return response
@@ -908,8 +1113,9 @@ class FakeDiscord:
             body["errors"] = {}
         return _json_response(err.status, body)
 
-    async def _process(self, request: web.Request, record: RecordedRequest, files: dict[int, RecordedFile],
-                       raw_path: str) -> web.StreamResponse:
+    async def _process(
+        self, request: web.Request, record: RecordedRequest, files: dict[int, RecordedFile], raw_path: str
+    ) -> web.StreamResponse:
         matched = self._match(record.method, record.path) if raw_path.startswith(API_PREFIX + "/") else None
         if matched is None:
             raise ApiError(404, 0, "404: Not Found", f"unknown route {record.method} {raw_path}")
@@ -940,9 +1146,14 @@ class FakeDiscord:
         if op is None:
             return
         record.operation = op.operation_id
-        found = self.validator.schema_violations(op, record.json) + limit_violations(op.operation_id, record.json)
-        found += [f"{op.operation_id}: {f.field} is {len(f.data)} bytes > {ATTACHMENT_SIZE_LIMIT}"
-                  for f in files.values() if len(f.data) > ATTACHMENT_SIZE_LIMIT]
+        found = self.validator.schema_violations(op, record.json) + limit_violations(
+            op.operation_id, record.json
+        )
+        found += [
+            f"{op.operation_id}: {f.field} is {len(f.data)} bytes > {ATTACHMENT_SIZE_LIMIT}"
+            for f in files.values()
+            if len(f.data) > ATTACHMENT_SIZE_LIMIT
+        ]
         if found:
             self.violations.extend(found)
             raise ApiError(400, 50035, "Invalid Form Body")
@@ -966,15 +1177,21 @@ class FakeDiscord:
             404: {"message": "Unknown Channel", "code": 10003},
         }
         body = bodies.get(fault.status) or (
-            {"message": "Internal Server Error", "code": 0} if fault.status >= 500
+            {"message": "Internal Server Error", "code": 0}
+            if fault.status >= 500
             else {"message": "Invalid Form Body", "code": 50035, "errors": {}}
         )
         return _json_response(fault.status, body)
 
-    def _rate_limited(self, retry_after: float, *, global_: bool,
-                      extra: dict[str, str] | None = None) -> web.Response:
-        headers = {"Via": "1.1 google", "Retry-After": str(math.ceil(retry_after)),
-                   "X-RateLimit-Scope": "global" if global_ else "user", **(extra or {})}
+    def _rate_limited(
+        self, retry_after: float, *, global_: bool, extra: dict[str, str] | None = None
+    ) -> web.Response:
+        headers = {
+            "Via": "1.1 google",
+            "Retry-After": str(math.ceil(retry_after)),
+            "X-RateLimit-Scope": "global" if global_ else "user",
+            **(extra or {}),
+        }
         if global_:
             headers["X-RateLimit-Global"] = "true"
         body = {"message": "You are being rate limited.", "retry_after": retry_after, "global": global_}
@@ -1015,17 +1232,38 @@ class FakeDiscord:
     # ---- REST handlers: identity, commands, channels -----------------------------------------------------
 
     async def _get_me(self, ctx: _Ctx) -> web.Response:
-        return _json_response(200, {**self._bot_user(), "verified": True, "mfa_enabled": False,
-                                    "locale": "en-US", "email": None})
+        return _json_response(
+            200,
+            {**self._bot_user(), "verified": True, "mfa_enabled": False, "locale": "en-US", "email": None},
+        )
 
     async def _get_application(self, ctx: _Ctx) -> web.Response:
-        owner = {"id": str(self.owner_user_id), "username": "owner", "discriminator": "0", "avatar": None,
-                 "global_name": None, "public_flags": 0, "flags": 0}
-        return _json_response(200, {
-            "id": str(self.application_id), "name": "paperwatch-test", "description": "", "icon": None,
-            "bot_public": True, "bot_require_code_grant": False, "owner": owner, "verify_key": "0" * 64,
-            "flags": 0, "team": None, "summary": "", "bot": self._bot_user(),
-        })
+        owner = {
+            "id": str(self.owner_user_id),
+            "username": "owner",
+            "discriminator": "0",
+            "avatar": None,
+            "global_name": None,
+            "public_flags": 0,
+            "flags": 0,
+        }
+        return _json_response(
+            200,
+            {
+                "id": str(self.application_id),
+                "name": "paperwatch-test",
+                "description": "",
+                "icon": None,
+                "bot_public": True,
+                "bot_require_code_grant": False,
+                "owner": owner,
+                "verify_key": "0" * 64,
+                "flags": 0,
+                "team": None,
+                "summary": "",
+                "bot": self._bot_user(),
+            },
+        )
 
     async def _get_gateway(self, ctx: _Ctx) -> web.Response:
         return _json_response(200, {"url": self.gateway_url})
@@ -1046,10 +1284,15 @@ class FakeDiscord:
         for body in ctx.body or []:
             old = previous.get(body["name"])
             command = {
-                "type": 1, "description": "", "options": [], "default_member_permissions": None,
-                "nsfw": False, **body,
+                "type": 1,
+                "description": "",
+                "options": [],
+                "default_member_permissions": None,
+                "nsfw": False,
+                **body,
                 "id": old["id"] if old else str(self._snowflake()),
-                "application_id": str(self.application_id), "version": str(self._snowflake()),
+                "application_id": str(self.application_id),
+                "version": str(self._snowflake()),
             }
             if guild_id is not None:
                 command["guild_id"] = guild_id
@@ -1079,8 +1322,9 @@ class FakeDiscord:
         self._require(channel, VIEW_CHANNEL)
         return _json_response(200, self._channel_payload(channel))
 
-    def _post_message(self, channel: Channel, body: dict[str, Any], files: dict[int, RecordedFile],
-                      where: str) -> dict[str, Any]:
+    def _post_message(
+        self, channel: Channel, body: dict[str, Any], files: dict[int, RecordedFile], where: str
+    ) -> dict[str, Any]:
         """Permission rules, then the message: no EMBED_LINKS drops embeds (403 if nothing else is left)."""
         self._require(channel, SEND_MESSAGES_IN_THREADS if channel.is_thread else SEND_MESSAGES)
         if files and not channel.bot_permissions & ATTACH_FILES:
@@ -1090,7 +1334,10 @@ class FakeDiscord:
             if not (body.get("content") or files):
                 raise ApiError(403, 50013, "Missing Permissions")
             body["embeds"] = []
-        if not any(body.get(k) for k in ("content", "embeds", "sticker_ids", "components", "poll")) and not files:
+        if (
+            not any(body.get(k) for k in ("content", "embeds", "sticker_ids", "components", "poll"))
+            and not files
+        ):
             raise ApiError(400, 50006, "Cannot send an empty message", f"{where}: empty message")
         return self._message(channel.id, body, self._attachments(channel.id, body, files))
 
@@ -1098,8 +1345,12 @@ class FakeDiscord:
         channel = self._channel(ctx.params["channel_id"])
         where = f"POST {ctx.record.path}"
         if channel.type == FORUM_CHANNEL:
-            raise ApiError(400, 50008, "Cannot send messages in a non-text channel",
-                           f"{where}: a forum takes posts (POST /channels/{{id}}/threads), not messages")
+            raise ApiError(
+                400,
+                50008,
+                "Cannot send messages in a non-text channel",
+                f"{where}: a forum takes posts (POST /channels/{{id}}/threads), not messages",
+            )
         body = ctx.body or {}
         nonce_key = (channel.id, self.bot_user_id, str(body.get("nonce")))
         if body.get("enforce_nonce") and body.get("nonce") is not None and nonce_key in self._nonces:
@@ -1129,21 +1380,36 @@ class FakeDiscord:
         body = ctx.body or {}
         where = f"POST {ctx.record.path}"
         if parent.type not in (TEXT_CHANNEL, FORUM_CHANNEL):
-            raise ApiError(400, 50024, "Cannot execute action on this channel type", f"{where}: not a thread parent")
+            raise ApiError(
+                400, 50024, "Cannot execute action on this channel type", f"{where}: not a thread parent"
+            )
         known = {t["id"] for t in parent.tags}
         unknown = [t for t in body.get("applied_tags") or [] if str(t) not in known]
         if unknown:
-            raise ApiError(400, 50035, "Invalid Form Body", f"{where}: applied_tags {unknown} not in the forum's tags")
+            raise ApiError(
+                400, 50035, "Invalid Form Body", f"{where}: applied_tags {unknown} not in the forum's tags"
+            )
         if parent.type == FORUM_CHANNEL and not isinstance(body.get("message"), dict):
             raise ApiError(400, 50035, "Invalid Form Body", f"{where}: a forum post needs a message")
         self._require(parent, SEND_MESSAGES if parent.type == FORUM_CHANNEL else CREATE_PUBLIC_THREADS)
-        thread = Channel(self._snowflake(), parent.guild_id, body["name"], PUBLIC_THREAD, 0,
-                         bot_permissions=parent.bot_permissions, parent_id=parent.id, owner_id=self.bot_user_id,
-                         applied_tags=[str(t) for t in body.get("applied_tags") or []])
+        thread = Channel(
+            self._snowflake(),
+            parent.guild_id,
+            body["name"],
+            PUBLIC_THREAD,
+            0,
+            bot_permissions=parent.bot_permissions,
+            parent_id=parent.id,
+            owner_id=self.bot_user_id,
+            applied_tags=[str(t) for t in body.get("applied_tags") or []],
+        )
         payload = {}
         if parent.type == FORUM_CHANNEL:
             message = self._post_message(parent, body["message"], ctx.files, where)
-            message |= {"id": str(thread.id), "channel_id": str(thread.id)}  # the starter shares the thread id
+            message |= {
+                "id": str(thread.id),
+                "channel_id": str(thread.id),
+            }  # the starter shares the thread id
             self._messages[thread.id] = [message]
             payload["message"] = message
         self._channels[thread.id] = thread
@@ -1152,15 +1418,24 @@ class FakeDiscord:
         self._threads.setdefault(parent.id, []).append(payload)
         self._emit("THREAD_CREATE", {**self._thread_payload(thread), "newly_created": True})
         if "message" in payload:
-            self._emit("MESSAGE_CREATE", {**payload["message"], "guild_id": str(thread.guild_id)},
-                       INTENT_GUILD_MESSAGES)
+            self._emit(
+                "MESSAGE_CREATE",
+                {**payload["message"], "guild_id": str(thread.guild_id)},
+                INTENT_GUILD_MESSAGES,
+            )
         return _json_response(201, payload)
 
     # ---- REST handlers: interactions and webhooks --------------------------------------------------------
 
     def _interaction_by(self, interaction_id: str | None, token: str) -> Interaction | None:
-        return next((i for i in self.interactions
-                     if i.token == token and (interaction_id is None or str(i.id) == interaction_id)), None)
+        return next(
+            (
+                i
+                for i in self.interactions
+                if i.token == token and (interaction_id is None or str(i.id) == interaction_id)
+            ),
+            None,
+        )
 
     async def _callback(self, ctx: _Ctx) -> web.Response:
         record = self._interaction_by(ctx.params["interaction_id"], ctx.params["interaction_token"])
@@ -1178,20 +1453,33 @@ class FakeDiscord:
         if record is None:
             raise ApiError(404, 10062, "Unknown interaction", f"{where}: no such interaction")
         if record.responses:
-            raise ApiError(400, 40060, "Interaction has already been acknowledged.",
-                           f"{where}: /{record.command} acknowledged twice")
+            raise ApiError(
+                400,
+                40060,
+                "Interaction has already been acknowledged.",
+                f"{where}: /{record.command} acknowledged twice",
+            )
         late = asyncio.get_running_loop().time() - record.dispatched_at
         if late > self.interaction_deadline:
-            raise ApiError(404, 10062, "Unknown interaction",
-                           f"{where}: /{record.command} answered after {late:.2f}s > {self.interaction_deadline}s")
+            raise ApiError(
+                404,
+                10062,
+                "Unknown interaction",
+                f"{where}: /{record.command} answered after {late:.2f}s > {self.interaction_deadline}s",
+            )
         cb_type = body.get("type")
         if not isinstance(cb_type, int) or cb_type not in _VALID_CALLBACKS.get(record.type, set()):
-            raise ApiError(400, 50035, "Invalid Form Body",
-                           f"{where}: callback type {cb_type} is not valid for interaction type {record.type}")
+            raise ApiError(
+                400,
+                50035,
+                "Invalid Form Body",
+                f"{where}: callback type {cb_type} is not valid for interaction type {record.type}",
+            )
         return cb_type
 
-    def _apply_callback(self, record: Interaction, cb_type: int, data: dict[str, Any],
-                        files: dict[int, RecordedFile]) -> dict[str, Any] | None:
+    def _apply_callback(
+        self, record: Interaction, cb_type: int, data: dict[str, Any], files: dict[int, RecordedFile]
+    ) -> dict[str, Any] | None:
         """The message a callback creates (4: reply, 5: "thinking") or updates (7); choices for 8."""
         channel_id = int(record.payload["channel_id"])
         if cb_type == 8:
@@ -1199,8 +1487,13 @@ class FakeDiscord:
         elif cb_type in (4, 5):
             flags = (data.get("flags") or 0) & EPHEMERAL
             if cb_type == 4:
-                record.original = self._message(channel_id, data, self._attachments(channel_id, data, files),
-                                                flags=flags, interaction=record)
+                record.original = self._message(
+                    channel_id,
+                    data,
+                    self._attachments(channel_id, data, files),
+                    flags=flags,
+                    interaction=record,
+                )
             else:
                 record.original = self._message(channel_id, {}, [], flags=flags | LOADING, interaction=record)
             return record.original
@@ -1208,10 +1501,13 @@ class FakeDiscord:
             return self._edit(record.original, data, files)
         return None
 
-    def _callback_payload(self, record: Interaction, cb_type: int, message: dict[str, Any] | None) -> dict[str, Any]:
+    def _callback_payload(
+        self, record: Interaction, cb_type: int, message: dict[str, Any] | None
+    ) -> dict[str, Any]:
         flags = message["flags"] if message else 0
         interaction: dict[str, Any] = {
-            "id": str(record.id), "type": record.type,
+            "id": str(record.id),
+            "type": record.type,
             "response_message_loading": bool(flags & LOADING),
             "response_message_ephemeral": bool(flags & EPHEMERAL),
         }
@@ -1227,8 +1523,12 @@ class FakeDiscord:
         if ctx.params["webhook_id"] != str(self.application_id) or record is None:
             raise ApiError(404, 10015, "Unknown Webhook", f"{where}: not an interaction webhook of this bot")
         if not record.responses or record.callback_type == 8:
-            raise ApiError(404, 10015, "Unknown Webhook",
-                           f"{where}: /{record.command} follow-up before the interaction was acknowledged")
+            raise ApiError(
+                404,
+                10015,
+                "Unknown Webhook",
+                f"{where}: /{record.command} follow-up before the interaction was acknowledged",
+            )
         return record
 
     async def _followup(self, ctx: _Ctx) -> web.Response:
@@ -1242,14 +1542,17 @@ class FakeDiscord:
             message = self._edit(original, {k: v for k, v in body.items() if k != "flags"}, ctx.files)
         else:
             attachments = self._attachments(channel_id, body, ctx.files)
-            message = self._message(channel_id, body, attachments, flags=(body.get("flags") or 0) & EPHEMERAL,
-                                    interaction=record)
+            message = self._message(
+                channel_id, body, attachments, flags=(body.get("flags") or 0) & EPHEMERAL, interaction=record
+            )
         record.followup_messages.append(message)
         if ctx.record.query.get("wait") in ("1", "true", "True"):
             return _json_response(200, message)
         return web.Response(status=204)
 
-    def _edit(self, message: dict[str, Any], body: dict[str, Any], files: dict[int, RecordedFile]) -> dict[str, Any]:
+    def _edit(
+        self, message: dict[str, Any], body: dict[str, Any], files: dict[int, RecordedFile]
+    ) -> dict[str, Any]:
         """Apply an edit in place (fields present replace; `attachments` lists the ones to keep)."""
         channel_id = int(message["channel_id"])
         if "content" in body:
@@ -1324,14 +1627,17 @@ def pointing_discord_at(fake: FakeDiscord) -> Iterator[None]:
 
 
 @contextlib.asynccontextmanager
-async def running_client(fake: FakeDiscord, client: discord.Client, *,
-                         token: str | None = None) -> AsyncIterator[discord.Client]:
+async def running_client(
+    fake: FakeDiscord, client: discord.Client, *, token: str | None = None
+) -> AsyncIterator[discord.Client]:
     """Start `client` against the fake, yield once it is ready, and always close it (no leaked tasks)."""
     with pointing_discord_at(fake):
         runner = asyncio.create_task(client.start(token or fake.token), name="discord-client")
         ready = asyncio.create_task(client.wait_until_ready(), name="discord-client-ready")
         try:
-            done, _ = await asyncio.wait({runner, ready}, timeout=fake.timeout, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(
+                {runner, ready}, timeout=fake.timeout, return_when=asyncio.FIRST_COMPLETED
+            )
             if runner in done:
                 runner.result()  # login failures surface here
                 raise RuntimeError("the client stopped before it was ready")

@@ -115,9 +115,7 @@ class OpenAPIValidator:
             for method, op in item.items():
                 if method == "parameters" or not isinstance(op, dict):
                     continue
-                ops.append(
-                    Operation(method.upper(), template, op.get("operationId", ""), pattern, literals)
-                )
+                ops.append(Operation(method.upper(), template, op.get("operationId", ""), pattern, literals))
         # Literal segments win over parameters: `/messages/@original` before `/messages/{message_id}`.
         ops.sort(key=lambda o: -o.literal_segments)
         return ops
@@ -139,8 +137,15 @@ class OpenAPIValidator:
             else:
                 pointer = "/".join(
                     part.replace("~", "~0").replace("/", "~1")
-                    for part in ("paths", op.template, op.method.lower(), "requestBody", "content",
-                                 media_type, "schema")
+                    for part in (
+                        "paths",
+                        op.template,
+                        op.method.lower(),
+                        "requestBody",
+                        "content",
+                        media_type,
+                        "schema",
+                    )
                 )
                 self._validators[key] = jsonschema.Draft202012Validator(
                     {"$ref": f"{SPEC_URI}#/{pointer}"}, registry=self._registry
@@ -159,7 +164,9 @@ class OpenAPIValidator:
         validator = self._validator(op, "application/json")
         if validator is None:
             return []
-        return [f"{op.operation_id}: {line}" for err in validator.iter_errors(body) for line in _describe(err)]
+        return [
+            f"{op.operation_id}: {line}" for err in validator.iter_errors(body) for line in _describe(err)
+        ]
 
 
 def _describe(err: ValidationError) -> list[str]:
@@ -182,9 +189,7 @@ def _message(err: ValidationError) -> str:
 def _is_wrong_branch(err: ValidationError) -> bool:
     """An error that only says 'this is another union member': wrong JSON type or wrong `type` tag."""
     path = list(err.relative_path)
-    return (not path and err.validator == "type") or (
-        path == ["type"] and err.validator in ("enum", "const")
-    )
+    return (not path and err.validator == "type") or (path == ["type"] and err.validator in ("enum", "const"))
 
 
 def _intended_branch(context: list[ValidationError]) -> list[ValidationError]:

@@ -45,15 +45,20 @@ class TestBot(commands.Bot):
 
     def __init__(self) -> None:
         super().__init__(
-            command_prefix=commands.when_mentioned, intents=discord.Intents.default(), chunk_guilds_at_startup=False,
-            guild_ready_timeout=0.1, allowed_mentions=discord.AllowedMentions.none(),
+            command_prefix=commands.when_mentioned,
+            intents=discord.Intents.default(),
+            chunk_guilds_at_startup=False,
+            guild_ready_timeout=0.1,
+            allowed_mentions=discord.AllowedMentions.none(),
         )
         self.errors: list[BaseException] = []
         self.errored = asyncio.Event()
         self.tree.on_error = self._on_tree_error  # type: ignore[method-assign]
         self._add_commands()
 
-    async def _on_tree_error(self, interaction: discord.Interaction, error: app_commands.AppCommandError) -> None:
+    async def _on_tree_error(
+        self, interaction: discord.Interaction, error: app_commands.AppCommandError
+    ) -> None:
         self.errors.append(error)
         self.errored.set()
 
@@ -72,7 +77,9 @@ class TestBot(commands.Bot):
             await interaction.response.send_message(f"paper {query}")
 
         @paper.autocomplete("query")
-        async def paper_choices(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+        async def paper_choices(
+            interaction: discord.Interaction, current: str
+        ) -> list[app_commands.Choice[str]]:
             return [app_commands.Choice(name=f"{current} {i}", value=f"{current}-{i}") for i in range(3)]
 
         @self.tree.command(name="lifecycle", description="Reply with a file, edit, follow up, edit, delete")
@@ -82,7 +89,9 @@ class TestBot(commands.Bot):
             extra = await interaction.followup.send("extra", wait=True)
             await extra.edit(content="extra, edited")
             fetched = await interaction.original_response()
-            await interaction.followup.send(f"original: {fetched.content!r}, {len(fetched.attachments)} files")
+            await interaction.followup.send(
+                f"original: {fetched.content!r}, {len(fetched.attachments)} files"
+            )
             await interaction.delete_original_response()
 
         topics = app_commands.Group(name="topics", description="Followed topics")
@@ -133,8 +142,9 @@ def text_channel(bot: TestBot, channel: Channel) -> discord.TextChannel:
 # ---- login, ready, sync, interactions ----------------------------------------------------------------------
 
 
-async def test_login_and_ready_show_the_guild_and_its_channels(fake: FakeDiscord, world: World,
-                                                               bot: TestBot) -> None:
+async def test_login_and_ready_show_the_guild_and_its_channels(
+    fake: FakeDiscord, world: World, bot: TestBot
+) -> None:
     guild = bot.get_guild(world.guild.id)
     assert guild is not None and guild.name == "Lab"
     assert isinstance(guild.get_channel(world.papers.id), discord.TextChannel)
@@ -157,8 +167,9 @@ async def test_bad_token_is_a_login_failure(fake: FakeDiscord, world: World) -> 
     assert fake.requests[0].status == 401
 
 
-async def test_slash_command_is_synced_invoked_and_answered(fake: FakeDiscord, world: World,
-                                                            bot: TestBot) -> None:
+async def test_slash_command_is_synced_invoked_and_answered(
+    fake: FakeDiscord, world: World, bot: TestBot
+) -> None:
     await synced(bot, fake)
     interaction = await fake.invoke(world.guild, world.papers, world.alice, "ping")
     original = await interaction.wait_original()
@@ -169,18 +180,25 @@ async def test_slash_command_is_synced_invoked_and_answered(fake: FakeDiscord, w
     assert bot.errors == [] and fake.violations == []
 
 
-async def test_subcommand_with_channel_option_sees_member_permissions(fake: FakeDiscord, world: World,
-                                                                      bot: TestBot) -> None:
+async def test_subcommand_with_channel_option_sees_member_permissions(
+    fake: FakeDiscord, world: World, bot: TestBot
+) -> None:
     await synced(bot, fake)
-    interaction = await fake.invoke(world.guild, world.papers, world.alice, "topics follow",
-                                    [{"name": "topic", "value": "RL"}, {"name": "channel", "value": world.papers}])
+    interaction = await fake.invoke(
+        world.guild,
+        world.papers,
+        world.alice,
+        "topics follow",
+        [{"name": "topic", "value": "RL"}, {"name": "channel", "value": world.papers}],
+    )
     original = await interaction.wait_original()
     assert original["content"] == "RL -> #papers (manage_guild=True)"
     assert bot.errors == [] and fake.violations == []
 
 
-async def test_defer_then_followup_with_file_fills_the_thinking_message(fake: FakeDiscord, world: World,
-                                                                        bot: TestBot) -> None:
+async def test_defer_then_followup_with_file_fills_the_thinking_message(
+    fake: FakeDiscord, world: World, bot: TestBot
+) -> None:
     await synced(bot, fake)
     interaction = await fake.invoke(world.guild, world.papers, world.alice, "report")
     [message] = await interaction.wait_followups(1)
@@ -194,7 +212,8 @@ async def test_defer_then_followup_with_file_fills_the_thinking_message(fake: Fa
 
 
 async def test_original_response_and_followups_can_be_edited_fetched_and_deleted(
-        fake: FakeDiscord, world: World, bot: TestBot) -> None:
+    fake: FakeDiscord, world: World, bot: TestBot
+) -> None:
     await synced(bot, fake)
     interaction = await fake.invoke(world.guild, world.papers, world.alice, "lifecycle")
     await fake.wait_for(lambda: any(r.method == "DELETE" for r in fake.requests))
@@ -209,7 +228,9 @@ async def test_original_response_and_followups_can_be_edited_fetched_and_deleted
     assert bot.errors == [] and fake.violations == []
 
 
-async def test_answering_after_the_deadline_is_a_violation(fake: FakeDiscord, world: World, bot: TestBot) -> None:
+async def test_answering_after_the_deadline_is_a_violation(
+    fake: FakeDiscord, world: World, bot: TestBot
+) -> None:
     await synced(bot, fake)
     fake.interaction_deadline = 0.0  # every answer is late: no need to wait three real seconds
     interaction = await fake.invoke(world.guild, world.papers, world.alice, "ping")
@@ -223,8 +244,9 @@ async def test_answering_after_the_deadline_is_a_violation(fake: FakeDiscord, wo
 
 async def test_autocomplete_returns_the_bots_choices(fake: FakeDiscord, world: World, bot: TestBot) -> None:
     await synced(bot, fake)
-    choices = await fake.autocomplete(world.guild, world.papers, world.alice, "paper",
-                                      [{"name": "query", "value": "llm"}])
+    choices = await fake.autocomplete(
+        world.guild, world.papers, world.alice, "paper", [{"name": "query", "value": "llm"}]
+    )
     assert choices == [{"name": f"llm {i}", "value": f"llm-{i}"} for i in range(3)]
     assert fake.violations == []
 
@@ -249,8 +271,9 @@ async def test_same_nonce_twice_creates_one_message(fake: FakeDiscord, world: Wo
 
 
 @pytest.mark.parametrize("global_", [False, True])
-async def test_429_with_via_is_retried_and_the_message_arrives_once(fake: FakeDiscord, world: World,
-                                                                    bot: TestBot, global_: bool) -> None:
+async def test_429_with_via_is_retried_and_the_message_arrives_once(
+    fake: FakeDiscord, world: World, bot: TestBot, global_: bool
+) -> None:
     fake.fail_next("POST /channels/{id}/messages", 429, retry_after=0.05, global_=global_)
     await text_channel(bot, world.papers).send("hello")
     assert [r.status for r in fake.requests_to("POST", "/channels/*/messages")] == [429, 200]
@@ -258,8 +281,9 @@ async def test_429_with_via_is_retried_and_the_message_arrives_once(fake: FakeDi
     assert fake.violations == []
 
 
-async def test_lost_response_then_retry_with_same_nonce_is_idempotent(fake: FakeDiscord, world: World,
-                                                                      bot: TestBot) -> None:
+async def test_lost_response_then_retry_with_same_nonce_is_idempotent(
+    fake: FakeDiscord, world: World, bot: TestBot
+) -> None:
     fake.fail_next("POST /channels/{id}/messages", 403, applied=True)  # created, but the bot sees an error
     channel = text_channel(bot, world.papers)
     with pytest.raises(discord.Forbidden):
@@ -268,8 +292,9 @@ async def test_lost_response_then_retry_with_same_nonce_is_idempotent(fake: Fake
     assert len(fake.messages(world.papers.id)) == 1
 
 
-async def test_500_after_the_write_is_retried_with_the_same_nonce(fake: FakeDiscord, world: World,
-                                                                   bot: TestBot) -> None:
+async def test_500_after_the_write_is_retried_with_the_same_nonce(
+    fake: FakeDiscord, world: World, bot: TestBot
+) -> None:
     fake.fail_next("POST /channels/{id}/messages", 500, applied=True)
     sent = await text_channel(bot, world.papers).send("once")  # discord.py retries after 1 s
     assert [r.status for r in fake.requests_to("POST", "/channels/*/messages")] == [500, 200]
@@ -293,7 +318,9 @@ async def test_deleted_channel_is_not_found(fake: FakeDiscord, world: World, bot
     assert caught.value.code == 10003
 
 
-async def test_content_over_2000_is_a_recorded_violation(fake: FakeDiscord, world: World, bot: TestBot) -> None:
+async def test_content_over_2000_is_a_recorded_violation(
+    fake: FakeDiscord, world: World, bot: TestBot
+) -> None:
     with pytest.raises(discord.HTTPException) as caught:
         await text_channel(bot, world.papers).send("x" * 2001)
     assert caught.value.status == 400 and caught.value.code == 50035
@@ -316,8 +343,9 @@ async def test_bot_permissions_per_channel(fake: FakeDiscord, world: World, bot:
     await interaction.wait_response()
 
 
-async def test_without_embed_links_embeds_are_dropped_or_refused(fake: FakeDiscord, world: World,
-                                                                 bot: TestBot) -> None:
+async def test_without_embed_links_embeds_are_dropped_or_refused(
+    fake: FakeDiscord, world: World, bot: TestBot
+) -> None:
     fake.set_bot_permissions(world.papers, ALL_PERMISSIONS & ~EMBED_LINKS)
     channel = text_channel(bot, world.papers)
     sent = await channel.send("text survives", embed=discord.Embed(title="dropped"))
@@ -342,15 +370,18 @@ async def test_forum_post_with_tags(fake: FakeDiscord, world: World, bot: TestBo
 # ---- gateway -------------------------------------------------------------------------------------------------
 
 
-async def test_gateway_close_4000_resumes_and_replays_missed_interactions(fake: FakeDiscord, world: World,
-                                                                          bot: TestBot) -> None:
+async def test_gateway_close_4000_resumes_and_replays_missed_interactions(
+    fake: FakeDiscord, world: World, bot: TestBot
+) -> None:
     await synced(bot, fake)
     first = await fake.invoke(world.guild, world.papers, world.alice, "ping")
     await first.wait_response()
     resumed = asyncio.create_task(bot.wait_for("resumed", timeout=10))
     fake.hold_gateway()
     await fake.close_gateway(4000)
-    missed = await fake.invoke(world.guild, world.papers, world.alice, "paper", [{"name": "query", "value": "x"}])
+    missed = await fake.invoke(
+        world.guild, world.papers, world.alice, "paper", [{"name": "query", "value": "x"}]
+    )
     fake.release_gateway()
     original = await missed.wait_original()
     assert original["content"] == "paper x"
@@ -367,8 +398,9 @@ async def test_gateway_close_4000_resumes_and_replays_missed_interactions(fake: 
 # ---- raw HTTP: headers, enforcement, routing (no discord.py in between) ---------------------------------------
 
 
-async def test_rate_limit_headers_are_honoured_by_discord_py(fake: FakeDiscord, world: World,
-                                                             bot: TestBot) -> None:
+async def test_rate_limit_headers_are_honoured_by_discord_py(
+    fake: FakeDiscord, world: World, bot: TestBot
+) -> None:
     fake.set_rate_limit(per_channel=(2, 0.3), global_per_second=None)
     channel = text_channel(bot, world.papers)
     for i in range(4):

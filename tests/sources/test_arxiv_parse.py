@@ -233,6 +233,7 @@ def test_entry_without_an_arxiv_id_is_skipped_not_fatal() -> None:
 
 # -- hostile entries: each is skipped with its id, the rest of the page is kept ------------------------------
 
+
 @pytest.mark.parametrize("case", list(HOSTILE_ENTRIES))
 def test_a_hostile_entry_is_skipped_with_its_id_and_the_page_kept(case: str) -> None:
     good = [make_paper(n) for n in range(1, 5)]
@@ -249,8 +250,8 @@ def test_a_hostile_entry_is_skipped_with_its_id_and_the_page_kept(case: str) -> 
 def test_an_entry_of_nested_garbage_is_skipped() -> None:
     garbage = RawEntry(
         f'<entry xmlns="{ATOM_NS}"><id><b>http://arxiv.org/abs/2611.10999v1</b></id>'
-        '<title><title><title/></title></title><author/><author><name><x/></name></author>'
-        '<published>2026-11-01T00:00:00Z</published><category/></entry>'
+        "<title><title><title/></title></title><author/><author><name><x/></name></author>"
+        "<published>2026-11-01T00:00:00Z</published><category/></entry>"
     )
     page = parse_feed(atom_feed([make_paper(1), garbage, make_paper(2)], total=3, start=0))
     assert [p.arxiv_id for p in page.papers] == [make_paper(1).arxiv_id, make_paper(2).arxiv_id]

@@ -58,7 +58,9 @@ async def test_a_trickling_answer_is_cut_off_at_the_deadline_retried_and_frees_t
             with pytest.raises(ArxivUnavailable, match=r"deadline"):
                 await http.get(fa.url, body)
             assert len(fa.requests) == 2  # the deadline is a retryable failure, like a timeout
-            assert len(clock.sleeps) == 1 and clock.sleeps[0] >= 3.0  # the wait between the tries, on the clock
+            assert (
+                len(clock.sleeps) == 1 and clock.sleeps[0] >= 3.0
+            )  # the wait between the tries, on the clock
             # The one shared connection and the lock are free again: the next request is answered.
             fa.serve_raw_next(b"fine")
             assert await http.get(fa.url, body) == b"fine"

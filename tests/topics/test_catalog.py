@@ -152,7 +152,9 @@ def test_an_off_field_paper_matches_no_topic() -> None:
 def test_keywords_that_are_also_first_names_are_scoped_to_the_abstract() -> None:
     # Bare terms search authors too (the Mamba control shows it), so a keyword that is also a common
     # first name (CARLA, the driving simulator) is written abs:CARLA and must not match an author.
-    paper = example_paper({"title": "A study", "abstract": "Nothing relevant here.", "authors": ["Mamba Jones"]})
+    paper = example_paper(
+        {"title": "A study", "abstract": "Nothing relevant here.", "authors": ["Mamba Jones"]}
+    )
     assert BY_SLUG["state-space-models"].query.matches(paper)
     carla = example_paper({"title": "A study", "abstract": "Nothing relevant.", "authors": ["Carla Gomes"]})
     assert not BY_SLUG["autonomous-driving"].query.matches(carla)
