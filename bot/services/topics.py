@@ -25,9 +25,11 @@ from bot.errors import PaperwatchError
 from bot.models import TopicRow, find_named, fold_name, topic_key
 from bot.render.limits import AUTOCOMPLETE_CHOICES, CHOICE_NAME_LIMIT
 from bot.render.text import clip
+from bot.services.topic_paths import PATH_SEPARATOR as PATH_SEPARATOR  # re-exported
+from bot.services.topic_paths import TopicTree as TopicTree
+from bot.services.topic_paths import topic_tree as topic_tree
 from bot.store import Store
 from bot.store.protocol import TopicNameTaken
-from bot.topic_tree import Hierarchy
 from bot.topics.index import TopicIndex
 from bot.topics.query import MAX_QUERY_LENGTH as MAX_QUERY_LENGTH  # re-exported: the option's bound
 from bot.topics.query import TopicQuery, parse_query
@@ -43,7 +45,6 @@ MAX_CHOICE_LENGTH = CHOICE_NAME_LIMIT
 SHOWN_QUERY = 100  # characters of a query an error message repeats
 CHANGE_WINDOW = timedelta(hours=1)
 NO_PARENT = "none"  # parent:none puts a server's topic back at the top
-PATH_SEPARATOR = " › "
 _EVER = (datetime(1970, 1, 1, tzinfo=UTC), datetime(2200, 1, 1, tzinfo=UTC))
 
 
@@ -106,43 +107,6 @@ class TopicPlan:
     @property
     def changes_anything(self) -> bool:
         return self.changes_query or self.changes_parent
-
-
-@dataclass(frozen=True)
-class TopicTree:
-    """The topics a server sees (the catalog and its own) as a tree, children by name under their parent."""
-
-    rows: list[tuple[int, TopicRow]]  # (depth, topic), each parent followed by its subtree
-
-    def path(self, topic_id: int) -> list[str]:
-        """The names from the root down to the topic ([] for a topic not in the tree)."""
-        by_id = {t.id: t for _, t in self.rows}
-        names: list[str] = []
-        current = by_id.get(topic_id)
-        while current is not None:
-            names.append(current.name)
-            current = by_id.get(current.parent_id) if current.parent_id is not None else None
-        return names[::-1]
-
-    def label(self, topic_id: int, limit: int = MAX_CHOICE_LENGTH) -> str:
-        """ "Parent › Child" within `limit` characters: the topic's own name is kept whole, ancestors nearest
-        the root give way first."""
-        path = self.path(topic_id)
-        for start in range(len(path)):
-            text = ("…" + PATH_SEPARATOR if start else "") + PATH_SEPARATOR.join(path[start:])
-            if len(text) <= limit:
-                return text
-        return path[-1][: limit - 1] + "…" if path else ""
-
-
-def topic_tree(topics: Sequence[TopicRow]) -> TopicTree:
-    """The tree of these topics; a parent not among them (hidden by a server's topic of the same name) makes
-    its children roots."""
-    ordered = sorted(topics, key=lambda t: fold_name(t.name))
-    ids = {t.id for t in ordered}
-    tree = Hierarchy({t.id: t.parent_id if t.parent_id in ids else None for t in ordered})
-    by_id = {t.id: t for t in ordered}
-    return TopicTree([(depth, by_id[key]) for depth, key in tree.walk()])
 
 
 def slugify(name: str) -> str:
