@@ -8,7 +8,7 @@ retraining after a day's papers, scoring a 2,000-paper page against every topic 
 the same page), and a new topic's history scan (the FTS5 prefilter + evaluator, then training that topic and
 scanning every stored paper's features), with the process's peak memory. The papers are bench/corpus.py's
 synthetic ones (Zipf over invented words): timings are realistic, relevance figures are not (see
-`python -m bot.topics.scorer_eval` for those, on labelled real papers).
+`python bench/scorer_eval.py` for those, on labelled real papers).
 """
 
 from __future__ import annotations

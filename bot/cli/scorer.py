@@ -2,7 +2,7 @@
 
 The bot trains it in the background; these let an operator train it now and read, per topic, whether it is
 scored (with its calibrated threshold's estimated precision and recall) or query-only, and why. The figures on
-labelled real papers come from `python -m bot.topics.scorer_eval`.
+labelled real papers come from `python bench/scorer_eval.py`.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """`python -m bot scorer train|status` as an operator runs it (a real process on a real database), and the
-evaluation on labelled papers (`python -m bot.topics.scorer_eval`) on a small labels folder."""
+evaluation on labelled papers (`python bench/scorer_eval.py`) on a small labels folder."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from bench.scorer_eval import main as eval_main
 from bot.clock import SystemClock
 from bot.store import open_store
-from bot.topics.scorer_eval import main as eval_main
 from bot.topics.scorer_training import scorer_folder
 from tests.cli.process import run_cli
 from tests.factories import GRPO, ROBOT

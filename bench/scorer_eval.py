@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as `python bench/scorer_eval.py`
+
 from bot.errors import PaperwatchError
 from bot.models import Paper
 from bot.topics.catalog import CatalogTopic, catalog_hierarchy, find_topic, load_catalog
@@ -72,7 +74,7 @@ def filler_papers(count: int, seed: int = 5) -> list[Paper]:
     if count <= 0:
         return []
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from bench.corpus import Corpus  # a bench helper: only this evaluation (run from a checkout) needs it
+    from bench.corpus import Corpus
 
     return list(Corpus(seed=seed, vocab_size=20_000).papers(count))
 
@@ -198,7 +200,7 @@ def render_suggestions(figures: Sequence[TopicFigures]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m bot.topics.scorer_eval", description=__doc__.split("\n\n")[0]
+        prog="python bench/scorer_eval.py", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--labels", type=Path, default=DEFAULT_LABELS, metavar="DIR")
     parser.add_argument(
