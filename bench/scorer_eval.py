@@ -199,9 +199,7 @@ def render_suggestions(figures: Sequence[TopicFigures]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python bench/scorer_eval.py", description=__doc__.split("\n\n")[0]
-    )
+    parser = argparse.ArgumentParser(prog="python bench/scorer_eval.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--labels", type=Path, default=DEFAULT_LABELS, metavar="DIR")
     parser.add_argument(
         "--catalog", type=Path, metavar="FILE", help="a catalog file (default: the packaged one)"
