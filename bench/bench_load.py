@@ -32,14 +32,12 @@ from typing import Any, TypeVar
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.corpus import Corpus, hostile_papers  # noqa: E402
+from bench.corpus import Corpus, hostile_papers, titled_papers  # noqa: E402
 from bot.clock import FakeClock  # noqa: E402
+from bot.loopback.arxiv import LoopbackArxiv  # noqa: E402
+from bot.loopback.discord import LoopbackDiscord  # noqa: E402
+from bot.loopback.harness import running_paperbot  # noqa: E402
 from bot.models import Paper  # noqa: E402
-from tests.e2e.helpers import follow  # noqa: E402
-from tests.factories import make_paper  # noqa: E402
-from tests.fakes.arxiv_server import FakeArxiv  # noqa: E402
-from tests.fakes.discord_server import FakeDiscord  # noqa: E402
-from tests.harness import running_paperbot  # noqa: E402
 
 PER_CHANNEL = (5, 5.0)
 GLOBAL_PER_SECOND = 50
@@ -176,16 +174,14 @@ async def main() -> None:
         history += hostile_papers(end=clock.now() - timedelta(hours=3), start=90000, authors=args.authors)
     titles = [f"GRPO post-training of language models for reasoning, study {i}" for i in range(args.papers)]
     announced = clock.now() + timedelta(hours=1)
-    new: list[Paper] = [
-        make_paper(i, title=t, published=announced - timedelta(minutes=i + 1)) for i, t in enumerate(titles)
-    ]
+    new: list[Paper] = titled_papers(titles, end=announced, start=10000)
     if not args.no_hostile:
         new += hostile_papers(end=announced - timedelta(minutes=30), start=95000, authors=args.authors)
     per_channel = len(new)
 
     fakes = Fakes()
-    discord = await fakes.run(lambda: FakeDiscord(timeout=600).__aenter__())
-    arxiv = await fakes.run(lambda: FakeArxiv(history).__aenter__())
+    discord = await fakes.run(lambda: LoopbackDiscord(timeout=600).__aenter__())
+    arxiv = await fakes.run(lambda: LoopbackArxiv(history).__aenter__())
     try:
         guild = await fakes.call(lambda: discord.add_guild("Load"))
         channels = [
@@ -197,7 +193,10 @@ async def main() -> None:
                 Path(tmp), discord, arxiv, clock=clock, posts_per_channel_per_cycle=max(10, per_channel)
             ) as bot:
                 for channel in channels:
-                    await follow(bot, guild.id, channel.id, "RL Post-Training")
+                    plan = await bot.services.follows.plan(
+                        guild.id, channel.id, "RL Post-Training", mode="each"
+                    )
+                    await bot.services.follows.follow(plan)
                 async with LoopStalls() as stalls:
                     stored, backfill_s = await timed(stalls, "backfill", bot.ctx.backfill().run(args.days))
                     _, first_poll_s = await timed(

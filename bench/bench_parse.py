@@ -22,17 +22,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import feedparser
 from lxml import etree
 
+from bot.demo.corpus import corpus_bytes
 from bot.sources.arxiv_api import ATOM_NS, OPENSEARCH_NS, parse_feed
-from tests.shared_files import FIXTURES
 
-FIXTURE = FIXTURES / "api_query_testing_100.xml"
 GOAL_SECONDS = 0.3
 GOAL_RATIO = 8.0
 
 
 def build_page(entries: int) -> bytes:
     """A page of `entries` real entries with fresh new-style ids (2601.00000v1, ...) and matching counts."""
-    root = etree.fromstring(FIXTURE.read_bytes())
+    root = etree.fromstring(corpus_bytes())  # the recorded api_query_testing_100.xml
     recorded = root.findall(f"{{{ATOM_NS}}}entry")
     for entry in recorded:
         root.remove(entry)

@@ -4,7 +4,7 @@ hostile entries a broken or malicious feed could serve (huge names, author lists
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 
 from bot.models import Author, Paper
@@ -62,6 +62,27 @@ class Corpus:
                 published=published,
                 updated=published,
             )
+
+
+def titled_papers(titles: Sequence[str], *, end: datetime, start: int) -> list[Paper]:
+    """Ordinary papers with these titles, a minute apart before `end`, ids 2611.<start + i>."""
+    papers = []
+    for i, title in enumerate(titles):
+        published = end - timedelta(minutes=i + 1)
+        papers.append(
+            Paper(
+                arxiv_id=f"2611.{start + i:05d}",
+                version=1,
+                title=title,
+                abstract=f"We study problem {i}. Our method improves results.",
+                authors=(Author("Ada Lovelace", ("University of London",)), Author("Alan Turing")),
+                primary_category="cs.LG",
+                categories=("cs.LG", "cs.AI"),
+                published=published,
+                updated=published,
+            )
+        )
+    return papers
 
 
 # LaTeX that once cost quadratic time (an unclosed script macro, runs of dollars), and markdown forgeries.

@@ -19,10 +19,10 @@ from bot.clock import FakeClock
 from bot.config import Settings
 from bot.context import AppContext, open_context
 from bot.delivery import DeliveryWorker
+from bot.loopback.arxiv import LoopbackArxiv, rss_feed
 from bot.models import Announcement, Paper
 from bot.scheduler import Scheduler
 from tests.factories import make_paper
-from tests.fakes.arxiv_server import FakeArxiv, rss_feed
 from tests.fakes.poster import RecordingPoster
 
 NOW = datetime(2026, 11, 24, 21, 0, tzinfo=UTC)  # a Tuesday evening
@@ -34,7 +34,7 @@ CHANNEL = 10
 @dataclass
 class Lab:
     ctx: AppContext
-    arxiv: FakeArxiv
+    arxiv: LoopbackArxiv
     clock: FakeClock
     poster: RecordingPoster
     worker: DeliveryWorker
@@ -60,7 +60,7 @@ class Lab:
 async def lab(tmp_path: Path) -> AsyncIterator[Lab]:
     """A channel following every paper whose title says "reinforcement", the bot past its first poll."""
     clock = FakeClock(NOW)
-    async with FakeArxiv() as arxiv:
+    async with LoopbackArxiv() as arxiv:
         settings = Settings(
             _env_file=None,
             database_path=tmp_path / "paperwatch.sqlite3",
@@ -251,7 +251,7 @@ def test_new_and_cross_announce_new_papers_replacements_do_not() -> None:
 
 async def test_the_feed_waits_arxivs_interval_after_the_api_request(tmp_path: Path) -> None:
     clock = FakeClock(NOW)
-    async with FakeArxiv() as arxiv:
+    async with LoopbackArxiv() as arxiv:
         arxiv.set_rss(rss_feed([], announced=NOW))
         settings = Settings(
             _env_file=None,
@@ -271,7 +271,7 @@ async def test_the_feed_waits_arxivs_interval_after_the_api_request(tmp_path: Pa
 
 
 async def test_a_real_feed_is_not_read_without_a_contact_even_beside_a_loopback_api(tmp_path: Path) -> None:
-    async with FakeArxiv() as arxiv:
+    async with LoopbackArxiv() as arxiv:
         settings = Settings(
             _env_file=None,
             database_path=tmp_path / "db.sqlite3",

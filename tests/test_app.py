@@ -10,19 +10,21 @@ from pathlib import Path
 import pytest
 
 from bot.clock import FakeClock
+from bot.loopback.arxiv import LoopbackArxiv
+from bot.loopback.harness import running_paperbot
 from bot.scheduler import Scheduler
-from tests.fakes.arxiv_server import FakeArxiv
-from tests.fakes.discord_server import FakeDiscord
-from tests.harness import running_paperbot
+from tests.fakes.checked_discord import FakeDiscord
 
 
 @pytest.fixture
-async def fakes() -> AsyncIterator[tuple[FakeDiscord, FakeArxiv]]:
-    async with FakeDiscord() as discord, FakeArxiv() as arxiv:
+async def fakes() -> AsyncIterator[tuple[FakeDiscord, LoopbackArxiv]]:
+    async with FakeDiscord() as discord, LoopbackArxiv() as arxiv:
         yield discord, arxiv
 
 
-async def test_starts_with_catalog_and_commands(tmp_path: Path, fakes: tuple[FakeDiscord, FakeArxiv]) -> None:
+async def test_starts_with_catalog_and_commands(
+    tmp_path: Path, fakes: tuple[FakeDiscord, LoopbackArxiv]
+) -> None:
     discord, arxiv = fakes
     guild = discord.add_guild("Lab")
     discord.add_text_channel(guild, "papers")
@@ -34,7 +36,7 @@ async def test_starts_with_catalog_and_commands(tmp_path: Path, fakes: tuple[Fak
 
 
 async def test_what_lives_as_long_as_the_bot_is_out_of_the_collectors_sight(
-    tmp_path: Path, fakes: tuple[FakeDiscord, FakeArxiv]
+    tmp_path: Path, fakes: tuple[FakeDiscord, LoopbackArxiv]
 ) -> None:
     """Full collections rescanning discord.py, the catalog and the topic index held the loop for 100-270 ms."""
     discord, arxiv = fakes
@@ -48,7 +50,7 @@ async def test_what_lives_as_long_as_the_bot_is_out_of_the_collectors_sight(
 
 
 async def test_every_command_and_option_is_described(
-    tmp_path: Path, fakes: tuple[FakeDiscord, FakeArxiv]
+    tmp_path: Path, fakes: tuple[FakeDiscord, LoopbackArxiv]
 ) -> None:
     discord, arxiv = fakes
     discord.add_guild("Lab")
@@ -66,7 +68,7 @@ async def test_every_command_and_option_is_described(
 
 async def test_the_poll_job_refuses_to_poll_arxiv_without_a_real_contact(
     tmp_path: Path,
-    fakes: tuple[FakeDiscord, FakeArxiv],
+    fakes: tuple[FakeDiscord, LoopbackArxiv],
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -13,13 +13,14 @@ from bot.backfill import Backfill, Progress, day_windows, split_window
 from bot.clock import FakeClock
 from bot.errors import ArxivUnavailable
 from bot.intake import Intake
+from bot.loopback.arxiv import LoopbackArxiv, RecordedRequest
+from bot.loopback.atom import RawEntry, entry_xml
 from bot.sources.arxiv_api import ArxivClient
 from bot.sources.polite_http import PoliteHttp, build_http_client
 from bot.store import Store
 from bot.topics.index import TopicIndex
 from tests.factories import make_paper
-from tests.fakes.arxiv_server import FakeArxiv, RecordedRequest
-from tests.fakes.atom import RawEntry, entry_xml, hostile_entry
+from tests.fakes.hostile import hostile_entry
 
 CATS = ("cs.LG",)
 
@@ -42,7 +43,7 @@ def history(clock: FakeClock, days: int, per_day: int) -> list:
 
 def backfill(
     store: Store,
-    arxiv: FakeArxiv,
+    arxiv: LoopbackArxiv,
     http: httpx.AsyncClient,
     clock: FakeClock,
     progress: list[Progress],
@@ -68,7 +69,7 @@ def test_windows_cover_each_minute_once() -> None:
 
 async def test_fills_every_day_and_reports_progress(store: Store, http, clock: FakeClock) -> None:
     papers = history(clock, days=4, per_day=6)
-    async with FakeArxiv(papers) as arxiv:
+    async with LoopbackArxiv(papers) as arxiv:
         progress: list[Progress] = []
         stored = await backfill(store, arxiv, http, clock, progress).run(days=3)
     assert stored == 24 and await store.papers.count() == 24
@@ -80,7 +81,7 @@ async def test_fills_every_day_and_reports_progress(store: Store, http, clock: F
 
 async def test_crowded_windows_are_split_until_each_fits_a_page(store: Store, http, clock: FakeClock) -> None:
     papers = history(clock, days=1, per_day=40)
-    async with FakeArxiv(papers) as arxiv:
+    async with LoopbackArxiv(papers) as arxiv:
         progress: list[Progress] = []
         await backfill(store, arxiv, http, clock, progress, page_size=15).run(days=1)
         pages = [r for r in arxiv.requests if r.endpoint == "api"]
@@ -93,7 +94,7 @@ async def test_crowded_windows_are_split_until_each_fits_a_page(store: Store, ht
 
 async def test_resumes_after_an_interruption_without_refetching(store: Store, http, clock: FakeClock) -> None:
     papers = history(clock, days=5, per_day=3)
-    async with FakeArxiv(papers) as arxiv:
+    async with LoopbackArxiv(papers) as arxiv:
 
         def outage_after_two_windows(request: RecordedRequest) -> None:
             if len(arxiv.requests) == 3:
@@ -128,7 +129,7 @@ async def test_unusable_entries_are_skipped_and_recorded_and_every_window_comple
         ),
         RawEntry(entry_xml(make_paper(77, published=datetime(2099, 1, 1, tzinfo=UTC))), day_one),
     ]
-    async with FakeArxiv([*papers, *bad]) as arxiv:
+    async with LoopbackArxiv([*papers, *bad]) as arxiv:
         stored = await backfill(store, arxiv, http, clock, [], page_size=5).run(days=2)
     assert stored == 12 and await store.papers.count() == 12
     assert all(w.done for w in await store.backfill.windows("backfill:cs.LG"))

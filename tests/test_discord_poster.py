@@ -13,11 +13,12 @@ import pytest
 from bot.clock import FakeClock
 from bot.delivery import ChannelGone, PostRejected, RetryLater
 from bot.discord_poster import DiscordPoster
+from bot.loopback.arxiv import LoopbackArxiv
+from bot.loopback.discord import VIEW_CHANNEL, Channel
+from bot.loopback.harness import running_paperbot
 from bot.render import thread_name
 from tests.factories import make_paper
-from tests.fakes.arxiv_server import FakeArxiv
-from tests.fakes.discord_server import VIEW_CHANNEL, Channel, FakeDiscord
-from tests.harness import running_paperbot
+from tests.fakes.checked_discord import FakeDiscord
 
 PAPER = make_paper(1)
 MESSAGES = "POST /channels/{id}/messages"
@@ -34,7 +35,7 @@ class Lab:
 @pytest.fixture
 async def lab(tmp_path: Path) -> AsyncIterator[Lab]:
     """The poster built on the running bot's own client (its options are the ones production posts with)."""
-    async with FakeDiscord() as discord, FakeArxiv() as arxiv:
+    async with FakeDiscord() as discord, LoopbackArxiv() as arxiv:
         guild = discord.add_guild("Lab")
         channel = discord.add_text_channel(guild, "papers")
         forum = discord.add_forum_channel(guild, "paper-forum")

@@ -15,6 +15,8 @@ import pytest
 from bot.clock import FakeClock
 from bot.ingest import Ingestor
 from bot.intake import ExtraWrites, Intake, IntakeReport
+from bot.loopback.arxiv import LoopbackArxiv, RecordedRequest
+from bot.loopback.atom import RawEntry, entry_xml
 from bot.models import Author, Paper
 from bot.sources.api_source import ArxivApiSource
 from bot.sources.arxiv_api import ArxivClient
@@ -22,8 +24,7 @@ from bot.sources.polite_http import PoliteHttp, build_http_client
 from bot.store import Store
 from bot.topics.index import TopicIndex
 from tests.factories import make_paper
-from tests.fakes.arxiv_server import FakeArxiv, RecordedRequest
-from tests.fakes.atom import HOSTILE_ENTRIES, HOSTILE_ID, RawEntry, entry_xml, hostile_entry
+from tests.fakes.hostile import HOSTILE_ENTRIES, HOSTILE_ID, hostile_entry
 from tests.services.world import services_world
 
 CATS = ("cs.AI", "cs.LG")
@@ -38,8 +39,8 @@ def corpus(clock: FakeClock, count: int, *, start: int = 0, hours_apart: float =
 
 
 @pytest.fixture
-async def arxiv() -> AsyncIterator[FakeArxiv]:
-    async with FakeArxiv() as fake:
+async def arxiv() -> AsyncIterator[LoopbackArxiv]:
+    async with LoopbackArxiv() as fake:
         yield fake
 
 
@@ -52,7 +53,7 @@ async def http() -> AsyncIterator[httpx.AsyncClient]:
 
 def make_ingestor(
     store: Store,
-    arxiv: FakeArxiv,
+    arxiv: LoopbackArxiv,
     http: httpx.AsyncClient,
     clock: FakeClock,
     intake: Intake | None = None,
@@ -93,12 +94,12 @@ class CrashingIntake(Intake):
         return await super().store_papers(papers, announce=announce, also=then_die)
 
 
-def api_requests(arxiv: FakeArxiv) -> list[dict[str, str]]:
+def api_requests(arxiv: LoopbackArxiv) -> list[dict[str, str]]:
     return [r.params for r in arxiv.requests if r.endpoint == "api"]
 
 
 async def test_pages_until_the_range_is_walked(
-    store: Store, arxiv: FakeArxiv, http, clock: FakeClock
+    store: Store, arxiv: LoopbackArxiv, http, clock: FakeClock
 ) -> None:
     arxiv.papers = corpus(clock, 25)
     report = await make_ingestor(store, arxiv, http, clock, page_size=10).poll_once()
@@ -120,7 +121,7 @@ async def test_stops_at_a_known_page_past_the_overlap_when_the_range_is_ignored(
 ) -> None:
     # A server that ignores submittedDate (arXiv did ignore sortBy for days in 2025): the walk must still end.
     everything = corpus(clock, 30, hours_apart=24)  # 30 days of papers
-    async with FakeArxiv(everything) as arxiv:
+    async with LoopbackArxiv(everything) as arxiv:
         arxiv.ignore_date_range = True
         ingestor = make_ingestor(store, arxiv, http, clock, page_size=5, overlap=timedelta(hours=36))
         first = await ingestor.poll_once()
@@ -140,7 +141,7 @@ async def test_stops_at_a_known_page_past_the_overlap_when_the_range_is_ignored(
 
 
 async def test_overlap_catches_late_announcements(
-    store: Store, arxiv: FakeArxiv, http, clock: FakeClock
+    store: Store, arxiv: LoopbackArxiv, http, clock: FakeClock
 ) -> None:
     arxiv.papers = corpus(clock, 5)
     ingestor = make_ingestor(store, arxiv, http, clock, overlap=timedelta(hours=96))
@@ -156,7 +157,7 @@ async def test_overlap_catches_late_announcements(
 
 
 async def test_new_version_updates_and_adds_no_paper(
-    store: Store, arxiv: FakeArxiv, http, clock: FakeClock
+    store: Store, arxiv: LoopbackArxiv, http, clock: FakeClock
 ) -> None:
     arxiv.papers = corpus(clock, 3)
     ingestor = make_ingestor(store, arxiv, http, clock)
@@ -182,7 +183,7 @@ FAULTS = {
 
 @pytest.mark.parametrize("fault", list(FAULTS))
 async def test_fault_mid_walk_loses_nothing_and_next_cycle_catches_up(
-    fault: str, store: Store, arxiv: FakeArxiv, http, clock: FakeClock
+    fault: str, store: Store, arxiv: LoopbackArxiv, http, clock: FakeClock
 ) -> None:
     arxiv.papers = corpus(clock, 25)
     ingestor = make_ingestor(store, arxiv, http, clock, page_size=10)
@@ -207,7 +208,7 @@ async def test_fault_mid_walk_loses_nothing_and_next_cycle_catches_up(
 
 
 async def test_query_error_is_reported_with_the_query(
-    store: Store, arxiv: FakeArxiv, http, clock: FakeClock
+    store: Store, arxiv: LoopbackArxiv, http, clock: FakeClock
 ) -> None:
     arxiv.fail_next(400)
     report = await make_ingestor(store, arxiv, http, clock).poll_once()
@@ -216,7 +217,7 @@ async def test_query_error_is_reported_with_the_query(
 
 
 async def test_crash_between_fetch_and_commit_then_catch_up(
-    store: Store, arxiv: FakeArxiv, http, clock: FakeClock
+    store: Store, arxiv: LoopbackArxiv, http, clock: FakeClock
 ) -> None:
     arxiv.papers = corpus(clock, 25)
     async with following_rl(store, clock) as (intake, topic_id):
@@ -239,7 +240,9 @@ async def test_crash_between_fetch_and_commit_then_catch_up(
         assert len(await store.topics.latest_papers(topic_id, 50)) == 25  # and matched
 
 
-async def test_requests_respect_min_interval(store: Store, arxiv: FakeArxiv, http, clock: FakeClock) -> None:
+async def test_requests_respect_min_interval(
+    store: Store, arxiv: LoopbackArxiv, http, clock: FakeClock
+) -> None:
     arxiv.papers = corpus(clock, 25)
     await make_ingestor(store, arxiv, http, clock, page_size=10).poll_once()
     assert clock.sleeps and all(s >= 3.0 - 1e-9 for s in clock.sleeps)
@@ -247,7 +250,7 @@ async def test_requests_respect_min_interval(store: Store, arxiv: FakeArxiv, htt
 
 
 async def test_first_cycle_is_history_and_later_cycles_are_new(
-    store: Store, arxiv: FakeArxiv, http, clock: FakeClock
+    store: Store, arxiv: LoopbackArxiv, http, clock: FakeClock
 ) -> None:
     async with following_rl(store, clock) as (intake, topic_id):
         ingestor = make_ingestor(store, arxiv, http, clock, intake)
@@ -266,7 +269,7 @@ async def test_first_cycle_is_history_and_later_cycles_are_new(
 
 
 async def test_an_empty_first_cycle_still_ends_the_first_cycle(
-    store: Store, arxiv: FakeArxiv, http, clock: FakeClock
+    store: Store, arxiv: LoopbackArxiv, http, clock: FakeClock
 ) -> None:
     report = await make_ingestor(store, arxiv, http, clock).poll_once()
     assert report.complete and report.watermark is not None
@@ -283,7 +286,7 @@ def skip_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 
 async def test_an_entry_dated_2099_neither_moves_the_watermark_nor_stops_polling(
-    store: Store, arxiv: FakeArxiv, http, clock: FakeClock, caplog: pytest.LogCaptureFixture
+    store: Store, arxiv: LoopbackArxiv, http, clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     good = corpus(clock, 6)
     future = make_paper(90, published=datetime(2099, 1, 1, tzinfo=UTC))
@@ -312,7 +315,7 @@ async def test_an_entry_dated_2099_neither_moves_the_watermark_nor_stops_polling
 
 
 async def test_a_watermark_left_in_the_future_by_an_earlier_version_heals(
-    store: Store, arxiv: FakeArxiv, http, clock: FakeClock
+    store: Store, arxiv: LoopbackArxiv, http, clock: FakeClock
 ) -> None:
     arxiv.papers = corpus(clock, 3)
     ingestor = make_ingestor(store, arxiv, http, clock)
@@ -332,7 +335,7 @@ async def test_a_watermark_left_in_the_future_by_an_earlier_version_heals(
 
 @pytest.mark.parametrize("case", list(HOSTILE_ENTRIES))
 async def test_one_hostile_entry_is_skipped_counted_logged_once_and_the_rest_stored(
-    case: str, store: Store, arxiv: FakeArxiv, http, clock: FakeClock, caplog: pytest.LogCaptureFixture
+    case: str, store: Store, arxiv: LoopbackArxiv, http, clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     good = corpus(clock, 12)
     # Filed between the 6th and 7th newest papers: on the second of three pages.
@@ -358,7 +361,7 @@ async def test_one_hostile_entry_is_skipped_counted_logged_once_and_the_rest_sto
 
 
 async def test_a_page_of_nothing_but_unusable_entries_does_not_end_the_walk(
-    store: Store, arxiv: FakeArxiv, http, clock: FakeClock
+    store: Store, arxiv: LoopbackArxiv, http, clock: FakeClock
 ) -> None:
     good = corpus(clock, 10)
     middle = good[4].published - timedelta(seconds=30)
@@ -370,7 +373,7 @@ async def test_a_page_of_nothing_but_unusable_entries_does_not_end_the_walk(
 
 
 async def test_an_oversized_entry_is_stored_bounded(
-    store: Store, arxiv: FakeArxiv, http, clock: FakeClock
+    store: Store, arxiv: LoopbackArxiv, http, clock: FakeClock
 ) -> None:
     authors = (Author("N" * 50_000, ("A" * 50_000,) * 50), *(Author(f"Member {i}") for i in range(1, 5_000)))
     huge = make_paper(1, published=clock.now() - timedelta(hours=1), title="T" * 100_000, authors=authors)
@@ -399,7 +402,7 @@ HTTP_FAULTS = {
 
 @pytest.mark.parametrize("fault", list(HTTP_FAULTS))
 async def test_an_error_of_the_http_layer_fails_the_cycle_not_the_poller(
-    fault: str, store: Store, arxiv: FakeArxiv, http, clock: FakeClock
+    fault: str, store: Store, arxiv: LoopbackArxiv, http, clock: FakeClock
 ) -> None:
     arxiv.papers = corpus(clock, 25)
     ingestor = make_ingestor(store, arxiv, http, clock, page_size=10)
@@ -423,7 +426,7 @@ async def test_an_error_of_the_http_layer_fails_the_cycle_not_the_poller(
 
 
 async def test_a_trickling_page_fails_the_cycle_at_the_deadline_and_the_next_catches_up(
-    store: Store, arxiv: FakeArxiv, http, clock: FakeClock
+    store: Store, arxiv: LoopbackArxiv, http, clock: FakeClock
 ) -> None:
     arxiv.papers = corpus(clock, 25)
     polite = PoliteHttp(http, clock, min_interval=3.0, max_tries=2, deadline=0.5)

@@ -23,10 +23,10 @@ from apscheduler.triggers.interval import IntervalTrigger
 from bot.clock import FakeClock
 from bot.config import Settings
 from bot.context import AppContext, open_context
+from bot.loopback.arxiv import LoopbackArxiv, rss_feed
 from bot.models import Paper
 from bot.scheduler import Scheduler
 from tests.factories import make_paper
-from tests.fakes.arxiv_server import FakeArxiv, rss_feed
 from tests.fakes.poster import Crash, Post, RecordingPoster
 
 # Past any real clock these tests run on: the poll job, due at the injected "now", never fires by itself.
@@ -56,7 +56,7 @@ class GatedPoster(RecordingPoster):
 @dataclass
 class Lab:
     ctx: AppContext
-    arxiv: FakeArxiv
+    arxiv: LoopbackArxiv
     clock: FakeClock
     poster: GatedPoster
 
@@ -74,7 +74,7 @@ async def lab(tmp_path: Path, **settings: object) -> AsyncIterator[Lab]:
     """#10 follows every paper whose title says "reinforcement"; the bot is past its first poll (a fresh
     install's first poll is history, never posted)."""
     clock = FakeClock(NOW)
-    async with FakeArxiv() as arxiv:
+    async with LoopbackArxiv() as arxiv:
         values: dict[str, object] = {
             "database_path": tmp_path / "paperwatch.sqlite3",
             "arxiv_api_url": arxiv.url,

@@ -17,10 +17,10 @@ import pytest
 from bot.__main__ import main
 from bot.clock import FakeClock, SystemClock
 from bot.config import MAX_HISTORY_DAYS, MAX_STATS_WEEKS
+from bot.loopback.arxiv import LoopbackArxiv, RecordedRequest
 from bot.sources.arxiv_api import parse_feed
 from bot.store import open_store
 from tests.cli.process import REPO, clean_env, run_cli
-from tests.fakes.arxiv_server import FakeArxiv, RecordedRequest
 from tests.shared_files import FIXTURES
 
 
@@ -48,7 +48,7 @@ async def test_poll_once_stores_every_fixture_paper_with_every_field(tmp_path: P
     legacy = submitted_an_hour_ago((FIXTURES / "api_query_legacy_10.xml").read_bytes())
     expected = parse_feed(current).papers + parse_feed(legacy).papers
     db = tmp_path / "data" / "paperwatch.sqlite3"
-    async with FakeArxiv() as arxiv:
+    async with LoopbackArxiv() as arxiv:
         arxiv.serve_raw_next(current)
         arxiv.serve_raw_next(legacy)
         code, out, err = await run_cli(
@@ -167,7 +167,7 @@ async def test_watch_prints_new_matching_papers_as_cards(tmp_path: Path) -> None
         1, title="GRPO post-training for reasoning language models", published=now - timedelta(hours=2)
     )
     other = make_paper(2, title="Graph colouring bounds", published=now - timedelta(hours=3))
-    async with FakeArxiv([grpo, other]) as arxiv:
+    async with LoopbackArxiv([grpo, other]) as arxiv:
         code, out, err = await run_cli(
             "watch",
             "RL Post-Training",
@@ -302,7 +302,7 @@ async def test_backfill_that_loses_arxiv_says_it_resumes_and_does(
     now = FakeClock().now()  # 2026-11-20 12:00 UTC: the days filled are Nov 16 to Nov 20
     papers = [make_paper(i, published=now.replace(hour=10) - timedelta(days=i)) for i in range(5)]
     db = cli_env / "db.sqlite3"
-    async with FakeArxiv(papers) as arxiv:
+    async with LoopbackArxiv(papers) as arxiv:
         for name, value in {
             "ARXIV_API_URL": arxiv.url,
             "DATABASE_PATH": str(db),

@@ -10,9 +10,9 @@ import pytest
 
 from bot.cli import main
 from bot.clock import FakeClock
+from bot.loopback.arxiv import LoopbackArxiv, rss_feed
 from bot.store import open_store
 from tests.factories import make_paper
-from tests.fakes.arxiv_server import FakeArxiv, rss_feed
 
 NOW = FakeClock().now()  # what the command's clock reads
 
@@ -23,7 +23,7 @@ async def test_poll_once_reads_the_feed_after_the_api_and_prints_both(
     recent = make_paper(1, published=NOW - timedelta(hours=20))
     late = make_paper(2, published=NOW - timedelta(days=9))  # older than the poll's range
     db = cli_env / "db.sqlite3"
-    async with FakeArxiv([recent, late]) as arxiv:
+    async with LoopbackArxiv([recent, late]) as arxiv:
         arxiv.set_rss(rss_feed([(recent, "new"), (late, "new")], announced=NOW), cats="cs.AI+cs.LG")
         for name, value in {
             "ARXIV_API_URL": arxiv.url,
@@ -53,7 +53,7 @@ async def test_watch_shows_a_paper_only_the_feed_announces_as_a_new_card(
     late = make_paper(
         3, title="GRPO post-training for reasoning language models", published=NOW - timedelta(days=9)
     )
-    async with FakeArxiv([late]) as arxiv:
+    async with LoopbackArxiv([late]) as arxiv:
         arxiv.set_rss(rss_feed([(late, "new")], announced=NOW), cats="cs.LG")
         for name, value in {
             "ARXIV_API_URL": arxiv.url,

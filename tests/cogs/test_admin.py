@@ -9,12 +9,13 @@ from typing import Any
 import discord as dpy
 
 from bot.clock import FakeClock
+from bot.loopback.arxiv import LoopbackArxiv
+from bot.loopback.atom import RawEntry, entry_xml, error_feed
+from bot.loopback.discord import EPHEMERAL, MANAGE_GUILD
+from bot.loopback.harness import running_paperbot
 from tests.cogs.world import MEMBER, RL, OverwriteDiscord, invoke, public_reply
 from tests.factories import plain_paper, rl_paper
-from tests.fakes.arxiv_server import FakeArxiv
-from tests.fakes.atom import RawEntry, entry_xml, error_feed, hostile_entry
-from tests.fakes.discord_server import EPHEMERAL, MANAGE_GUILD
-from tests.harness import running_paperbot
+from tests.fakes.hostile import hostile_entry
 from tests.markdown_links import live_links
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
@@ -28,7 +29,7 @@ def fields_of(response: dict[str, Any]) -> dict[str, str]:
 
 async def test_status_shows_polls_papers_posts_and_broken_follows(tmp_path: Path) -> None:
     clock = FakeClock(NOW)
-    async with OverwriteDiscord() as discord, FakeArxiv() as arxiv:
+    async with OverwriteDiscord() as discord, LoopbackArxiv() as arxiv:
         guild = discord.add_guild("Lab A")
         papers = discord.add_text_channel(guild, "papers")
         admin = discord.add_member(guild, "admin", permissions=MEMBER | MANAGE_GUILD)
@@ -89,7 +90,7 @@ async def test_status_shows_polls_papers_posts_and_broken_follows(tmp_path: Path
 
 async def test_status_shows_every_poll_error_and_the_entries_skipped(tmp_path: Path) -> None:
     clock = FakeClock(NOW)
-    async with OverwriteDiscord() as discord, FakeArxiv() as arxiv:
+    async with OverwriteDiscord() as discord, LoopbackArxiv() as arxiv:
         guild = discord.add_guild("Lab A")
         papers = discord.add_text_channel(guild, "papers")
         admin = discord.add_member(guild, "admin", permissions=MEMBER | MANAGE_GUILD)
@@ -138,7 +139,7 @@ async def test_a_poll_error_quoting_hostile_text_shows_no_link_and_pings_nobody(
     # writes it. discord.utils.escape_markdown escaped only the first "[" of a line: the second masked link
     # stayed live in /status, its text lying about where it leads.
     hostile = "bad [query](https://arxiv.org/help) see [the fix](https://evil.example/x) @everyone"
-    async with OverwriteDiscord() as discord, FakeArxiv() as arxiv:
+    async with OverwriteDiscord() as discord, LoopbackArxiv() as arxiv:
         guild = discord.add_guild("Lab A")
         papers = discord.add_text_channel(guild, "papers")
         admin = discord.add_member(guild, "admin", permissions=MEMBER | MANAGE_GUILD)

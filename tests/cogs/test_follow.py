@@ -14,6 +14,10 @@ from hypothesis import strategies as st
 
 from bot.app import PaperBot
 from bot.clock import FakeClock
+from bot.loopback.arxiv import LoopbackArxiv
+from bot.loopback.discord import ALL_PERMISSIONS, EPHEMERAL, MANAGE_GUILD, Channel, Guild, Interaction, Member
+from bot.loopback.discord.records import EMBED_LINKS, SEND_MESSAGES_IN_THREADS
+from bot.loopback.harness import running_paperbot
 from bot.models import Follow, Paper, TopicRow
 from bot.render import fit_lines, paper_compact_line
 from bot.topics.catalog import CatalogTopic
@@ -31,19 +35,7 @@ from tests.cogs.world import (
     store_as_polled,
 )
 from tests.factories import BASE_TIME, make_paper, plain_paper, rl_paper
-from tests.fakes.arxiv_server import FakeArxiv
-from tests.fakes.discord_server import (
-    ALL_PERMISSIONS,
-    EMBED_LINKS,
-    EPHEMERAL,
-    MANAGE_GUILD,
-    SEND_MESSAGES_IN_THREADS,
-    Channel,
-    Guild,
-    Interaction,
-    Member,
-)
-from tests.harness import running_paperbot, store_of
+from tests.peek import store_of
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 
@@ -85,14 +77,14 @@ def build_world(discord: OverwriteDiscord) -> World:
 
 
 @pytest.fixture
-async def fakes() -> AsyncIterator[tuple[OverwriteDiscord, FakeArxiv]]:
-    async with OverwriteDiscord() as discord, FakeArxiv() as arxiv:
+async def fakes() -> AsyncIterator[tuple[OverwriteDiscord, LoopbackArxiv]]:
+    async with OverwriteDiscord() as discord, LoopbackArxiv() as arxiv:
         yield discord, arxiv
 
 
 @pytest.fixture
 async def running(
-    tmp_path: Path, fakes: tuple[OverwriteDiscord, FakeArxiv]
+    tmp_path: Path, fakes: tuple[OverwriteDiscord, LoopbackArxiv]
 ) -> AsyncIterator[tuple[PaperBot, OverwriteDiscord, World]]:
     discord, arxiv = fakes
     world = build_world(discord)

@@ -18,25 +18,23 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.clock import FakeClock
+from bot.loopback.arxiv import LoopbackArxiv
+from bot.loopback.discord import EPHEMERAL
+from bot.loopback.discord.records import SEND_MESSAGES
+from bot.loopback.harness import running_paperbot
 from bot.models import HIGHLIGHT_END, HIGHLIGHT_START, Paper
 from cogs.history import highlight, parse_since
 from cogs.pagination import NOT_YOURS, Page, Paginator, pack_lines
 from tests.cogs.world import Env, Server, answer, module_loop, store_as_polled
 from tests.factories import BASE_TIME, make_paper
-from tests.fakes.arxiv_server import FakeArxiv
-from tests.fakes.discord_server import (
-    EPHEMERAL,
-    SEND_MESSAGES,
-    FakeDiscord,
-)
-from tests.harness import running_paperbot
+from tests.fakes.checked_discord import FakeDiscord
 
 ZWSP = "\u200b"
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def env(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Env]:
-    async with FakeDiscord() as fake_discord, FakeArxiv() as fake_arxiv:
+    async with FakeDiscord() as fake_discord, LoopbackArxiv() as fake_arxiv:
         path = tmp_path_factory.mktemp("history")
         async with running_paperbot(path, fake_discord, fake_arxiv, clock=FakeClock()) as bot:
             yield Env(fake_discord, fake_arxiv, bot)

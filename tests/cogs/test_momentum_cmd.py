@@ -14,17 +14,15 @@ import pytest
 import pytest_asyncio
 
 from bot.clock import FakeClock
+from bot.loopback.arxiv import LoopbackArxiv
+from bot.loopback.discord import EPHEMERAL
+from bot.loopback.harness import running_paperbot
 from bot.models import Paper
 from bot.momentum import Momentum
 from cogs.momentum import change_text
 from tests.cogs.world import Env, Server, answer, module_loop
 from tests.factories import make_paper
-from tests.fakes.arxiv_server import FakeArxiv
-from tests.fakes.discord_server import (
-    EPHEMERAL,
-    FakeDiscord,
-)
-from tests.harness import running_paperbot
+from tests.fakes.checked_discord import FakeDiscord
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 WINDOW = datetime(2026, 10, 23, tzinfo=UTC)  # start of the last four complete weeks
@@ -90,7 +88,7 @@ def other_papers() -> list[Paper]:
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def env(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Env]:
-    async with FakeDiscord() as fake_discord, FakeArxiv() as fake_arxiv:
+    async with FakeDiscord() as fake_discord, LoopbackArxiv() as fake_arxiv:
         path = tmp_path_factory.mktemp("momentum")
         async with running_paperbot(path, fake_discord, fake_arxiv, clock=FakeClock(NOW)) as bot:
             papers = rl_papers() + other_papers()

@@ -11,20 +11,11 @@ from typing import Any
 import pytest
 
 from bot.app import PaperBot
+from bot.loopback.arxiv import LoopbackArxiv
+from bot.loopback.discord import EPHEMERAL, LOADING, VIEW_CHANNEL, Channel, Guild, Interaction, Member
+from bot.loopback.discord.records import SEND_MESSAGES, USE_APPLICATION_COMMANDS
 from bot.models import Paper
-from tests.fakes.arxiv_server import FakeArxiv
-from tests.fakes.discord_server import (
-    EPHEMERAL,
-    LOADING,
-    SEND_MESSAGES,
-    USE_APPLICATION_COMMANDS,
-    VIEW_CHANNEL,
-    Channel,
-    FakeDiscord,
-    Guild,
-    Interaction,
-    Member,
-)
+from tests.fakes.checked_discord import FakeDiscord
 
 MANAGE_CHANNELS = 1 << 4  # Discord's Manage Channels permission
 MEMBER = VIEW_CHANNEL | SEND_MESSAGES | USE_APPLICATION_COMMANDS  # an ordinary member of a server
@@ -37,7 +28,7 @@ module_loop = pytest.mark.asyncio(loop_scope="module")
 @dataclass
 class Env:
     discord: FakeDiscord
-    arxiv: FakeArxiv
+    arxiv: LoopbackArxiv
     bot: PaperBot
     servers: itertools.count[int] = field(default_factory=itertools.count)
 

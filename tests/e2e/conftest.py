@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 import pytest
 
 from bot.clock import FakeClock
-from tests.fakes.arxiv_server import FakeArxiv
-from tests.fakes.discord_server import FakeDiscord
+from bot.loopback.arxiv import LoopbackArxiv
+from tests.fakes.checked_discord import FakeDiscord
 
 
 @pytest.fixture
@@ -18,8 +18,8 @@ async def discord() -> AsyncIterator[FakeDiscord]:
 
 
 @pytest.fixture
-async def arxiv() -> AsyncIterator[FakeArxiv]:
-    async with FakeArxiv() as fake:
+async def arxiv() -> AsyncIterator[LoopbackArxiv]:
+    async with LoopbackArxiv() as fake:
         yield fake
 
 

@@ -9,11 +9,12 @@ from pathlib import Path
 
 from bot.app import PaperBot
 from bot.clock import FakeClock
+from bot.loopback.arxiv import LoopbackArxiv
+from bot.loopback.discord import Channel, Guild
+from bot.loopback.harness import running_paperbot
 from bot.models import Mode, Paper
 from tests.factories import make_paper
-from tests.fakes.arxiv_server import FakeArxiv
-from tests.fakes.discord_server import Channel, FakeDiscord, Guild
-from tests.harness import running_paperbot
+from tests.fakes.checked_discord import FakeDiscord
 
 RL_TITLES = [
     "GRPO post-training makes small language models better at math",
@@ -58,7 +59,11 @@ async def first_poll(bot: PaperBot) -> None:
 
 @contextlib.asynccontextmanager
 async def lab_following(
-    tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv, clock: FakeClock, topic: str = "RL Post-Training"
+    tmp_path: Path,
+    discord: FakeDiscord,
+    arxiv: LoopbackArxiv,
+    clock: FakeClock,
+    topic: str = "RL Post-Training",
 ) -> AsyncIterator[tuple[PaperBot, Guild, Channel]]:
     """The common opening: a server with a #papers channel following `topic`, the bot past its first poll."""
     guild = discord.add_guild("Lab")

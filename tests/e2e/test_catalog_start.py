@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.checked_discord import FakeDiscord
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -6,14 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from bot.clock import FakeClock
+from bot.loopback.arxiv import LoopbackArxiv
+from bot.loopback.discord import ALL_PERMISSIONS
+from bot.loopback.harness import running_paperbot
 from tests.e2e.helpers import OTHER_TITLES, RL_TITLES, announced, embed_urls, first_poll
-from tests.fakes.arxiv_server import FakeArxiv
-from tests.fakes.discord_server import ALL_PERMISSIONS, FakeDiscord
-from tests.harness import running_paperbot
+from tests.fakes.checked_discord import FakeDiscord
 
 
 async def test_follow_then_a_poll_posts_the_five_matches_once(
-    tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv, clock: FakeClock
+    tmp_path: Path, discord: FakeDiscord, arxiv: LoopbackArxiv, clock: FakeClock
 ) -> None:
     guild = discord.add_guild("Lab")
     channel = discord.add_text_channel(guild, "papers")
@@ -41,7 +42,7 @@ async def test_follow_then_a_poll_posts_the_five_matches_once(
 
 
 async def test_gateway_dropped_mid_run_resumes_and_commands_still_work(
-    tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv, clock: FakeClock
+    tmp_path: Path, discord: FakeDiscord, arxiv: LoopbackArxiv, clock: FakeClock
 ) -> None:
     guild = discord.add_guild("Lab")
     channel = discord.add_text_channel(guild, "papers")
@@ -57,7 +58,7 @@ async def test_gateway_dropped_mid_run_resumes_and_commands_still_work(
 
 
 async def test_hostile_titles_are_posted_safely(
-    tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv, clock: FakeClock
+    tmp_path: Path, discord: FakeDiscord, arxiv: LoopbackArxiv, clock: FakeClock
 ) -> None:
     guild = discord.add_guild("Lab")
     channel = discord.add_text_channel(guild, "papers")
@@ -85,7 +86,7 @@ async def test_hostile_titles_are_posted_safely(
 
 
 async def test_topics_named_in_other_scripts_each_post_their_own_papers(
-    tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv, clock: FakeClock
+    tmp_path: Path, discord: FakeDiscord, arxiv: LoopbackArxiv, clock: FakeClock
 ) -> None:
     """Two server topics whose names share no ASCII letter: each keeps its query, and each channel gets only
     its own topic's papers (they once shared one slug, and the second overwrote the first)."""

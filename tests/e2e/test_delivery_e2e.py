@@ -8,6 +8,8 @@ from datetime import timedelta
 from pathlib import Path
 
 from bot.clock import FakeClock
+from bot.loopback.arxiv import LoopbackArxiv
+from bot.loopback.harness import running_paperbot
 from bot.models import Author, Paper
 from bot.sources.arxiv_api import parse_feed
 from tests.e2e.helpers import (
@@ -20,10 +22,8 @@ from tests.e2e.helpers import (
     lab_following,
 )
 from tests.factories import make_paper
-from tests.fakes.arxiv_server import FakeArxiv
-from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.checked_discord import FakeDiscord
 from tests.fakes.openapi_validator import EMBEDS_TOTAL_MAX, embed_characters, message_limit_violations
-from tests.harness import running_paperbot
 from tests.shared_files import FIXTURES
 
 _LABS = [
@@ -70,7 +70,7 @@ def real_looking(clock: FakeClock, count: int) -> list[Paper]:
 
 
 async def test_poll_posts_exactly_the_matching_papers_once(
-    tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv, clock: FakeClock
+    tmp_path: Path, discord: FakeDiscord, arxiv: LoopbackArxiv, clock: FakeClock
 ) -> None:
     async with lab_following(tmp_path, discord, arxiv, clock) as (bot, _guild, channel):
         rl = announced(clock, RL_TITLES)
@@ -93,7 +93,7 @@ async def test_poll_posts_exactly_the_matching_papers_once(
 
 
 async def test_one_post_for_a_parent_and_a_child_followed_names_the_child(
-    tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv, clock: FakeClock
+    tmp_path: Path, discord: FakeDiscord, arxiv: LoopbackArxiv, clock: FakeClock
 ) -> None:
     async with lab_following(tmp_path, discord, arxiv, clock) as (bot, guild, channel):
         await follow(bot, guild.id, channel.id, "Group Relative Policy Optimization")
@@ -106,7 +106,7 @@ async def test_one_post_for_a_parent_and_a_child_followed_names_the_child(
 
 
 async def test_rate_limit_storms_and_server_errors_deliver_everything_once(
-    tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv, clock: FakeClock
+    tmp_path: Path, discord: FakeDiscord, arxiv: LoopbackArxiv, clock: FakeClock
 ) -> None:
     async with lab_following(tmp_path, discord, arxiv, clock) as (bot, _guild, channel):
         rl = announced(clock, RL_TITLES)
@@ -133,7 +133,7 @@ async def test_rate_limit_storms_and_server_errors_deliver_everything_once(
 
 
 async def test_deleted_channel_marks_its_follow_broken_and_spares_the_others(
-    tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv, clock: FakeClock
+    tmp_path: Path, discord: FakeDiscord, arxiv: LoopbackArxiv, clock: FakeClock
 ) -> None:
     guild = discord.add_guild("Lab")
     doomed = discord.add_text_channel(guild, "old-papers")
@@ -153,7 +153,7 @@ async def test_deleted_channel_marks_its_follow_broken_and_spares_the_others(
 
 
 async def test_forum_channel_gets_a_post_per_paper(
-    tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv, clock: FakeClock
+    tmp_path: Path, discord: FakeDiscord, arxiv: LoopbackArxiv, clock: FakeClock
 ) -> None:
     guild = discord.add_guild("Lab")
     forum = discord.add_forum_channel(guild, "paper-forum")
@@ -170,7 +170,7 @@ async def test_forum_channel_gets_a_post_per_paper(
 
 
 async def test_arxiv_down_for_a_while_then_papers_arrive_once(
-    tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv, clock: FakeClock
+    tmp_path: Path, discord: FakeDiscord, arxiv: LoopbackArxiv, clock: FakeClock
 ) -> None:
     async with lab_following(tmp_path, discord, arxiv, clock) as (bot, guild, channel):
         arxiv.papers = announced(clock, RL_TITLES)
@@ -192,7 +192,7 @@ async def test_arxiv_down_for_a_while_then_papers_arrive_once(
 
 
 async def test_a_fresh_install_posts_no_history_then_posts_what_is_new(
-    tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv, clock: FakeClock
+    tmp_path: Path, discord: FakeDiscord, arxiv: LoopbackArxiv, clock: FakeClock
 ) -> None:
     guild = discord.add_guild("Lab")
     channel = discord.add_text_channel(guild, "papers")
@@ -213,7 +213,7 @@ async def test_a_fresh_install_posts_no_history_then_posts_what_is_new(
 
 
 async def test_digest_posts_at_its_hour_within_discords_limits(
-    tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv, clock: FakeClock
+    tmp_path: Path, discord: FakeDiscord, arxiv: LoopbackArxiv, clock: FakeClock
 ) -> None:
     guild = discord.add_guild("Lab")
     channel = discord.add_text_channel(guild, "digest")
@@ -241,7 +241,7 @@ async def test_digest_posts_at_its_hour_within_discords_limits(
 
 
 async def test_a_digest_of_ten_real_looking_papers_fits_in_one_message_and_loses_none(
-    tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv, clock: FakeClock
+    tmp_path: Path, discord: FakeDiscord, arxiv: LoopbackArxiv, clock: FakeClock
 ) -> None:
     guild = discord.add_guild("Lab")
     channel = discord.add_text_channel(guild, "digest")
@@ -263,7 +263,7 @@ async def test_a_digest_of_ten_real_looking_papers_fits_in_one_message_and_loses
 
 
 async def test_a_digest_discord_rejects_is_posted_again_in_halves(
-    tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv, clock: FakeClock
+    tmp_path: Path, discord: FakeDiscord, arxiv: LoopbackArxiv, clock: FakeClock
 ) -> None:
     guild = discord.add_guild("Lab")
     channel = discord.add_text_channel(guild, "digest")

@@ -8,13 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from bot.clock import FakeClock
+from bot.loopback.arxiv import LoopbackArxiv
+from bot.loopback.discord import ALL_PERMISSIONS
+from bot.loopback.harness import running_paperbot
 from bot.models import Author, Paper
 from tests.cogs.world import answer
 from tests.e2e.helpers import first_poll, follow
 from tests.factories import make_paper
-from tests.fakes.arxiv_server import FakeArxiv
-from tests.fakes.discord_server import ALL_PERMISSIONS, FakeDiscord
-from tests.harness import running_paperbot
+from tests.fakes.checked_discord import FakeDiscord
 from tests.markdown_links import live_links
 
 FORGED = (
@@ -54,7 +55,7 @@ def assert_only_own_links(message: dict[str, Any], papers: list[Paper]) -> None:
 
 
 async def test_no_card_digest_or_answer_carries_a_link_from_a_papers_text(
-    tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv, clock: FakeClock
+    tmp_path: Path, discord: FakeDiscord, arxiv: LoopbackArxiv, clock: FakeClock
 ) -> None:
     guild = discord.add_guild("Lab")
     papers_channel = discord.add_text_channel(guild, "papers")

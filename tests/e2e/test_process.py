@@ -15,12 +15,12 @@ from bot.clock import SystemClock
 from bot.config import Settings
 from bot.context import open_context
 from bot.ingest import source_key
+from bot.loopback.arxiv import LoopbackArxiv
 from bot.store import open_store
 from tests.cli.process import clean_env
 from tests.e2e.helpers import RL_TITLES, embed_urls
 from tests.factories import make_paper
-from tests.fakes.arxiv_server import FakeArxiv
-from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.checked_discord import FakeDiscord
 
 
 def sent(db: Path) -> int:
@@ -41,7 +41,7 @@ async def start_bot(env: dict[str, str], log: Path) -> asyncio.subprocess.Proces
 
 
 async def test_sigkill_mid_batch_then_restart_posts_each_paper_once(
-    tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv
+    tmp_path: Path, discord: FakeDiscord, arxiv: LoopbackArxiv
 ) -> None:
     guild = discord.add_guild("Lab")
     channel = discord.add_text_channel(guild, "papers")
@@ -142,7 +142,7 @@ async def test_an_unreachable_discord_stops_with_one_line_naming_it(tmp_path: Pa
     assert "Traceback" not in output
 
 
-async def test_a_discord_api_base_that_is_not_discord_is_named(tmp_path: Path, arxiv: FakeArxiv) -> None:
+async def test_a_discord_api_base_that_is_not_discord_is_named(tmp_path: Path, arxiv: LoopbackArxiv) -> None:
     api = f"{arxiv.base_url}/api/v10"  # an HTTP server that answers, but is not Discord (404 to the login)
     code, output = await run_until_exit({"DISCORD_TOKEN": "a.b.c", "DISCORD_API_BASE": api}, tmp_path)
     assert code == 3

@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from bot.clock import FakeClock
+from bot.loopback.arxiv import LoopbackArxiv, rss_feed
+from bot.loopback.discord import ALL_PERMISSIONS
+from bot.loopback.harness import running_paperbot
 from bot.scheduler import Scheduler
 from tests.e2e.helpers import embed_urls, first_poll, follow
 from tests.factories import make_paper
-from tests.fakes.arxiv_server import FakeArxiv, rss_feed
-from tests.fakes.discord_server import ALL_PERMISSIONS, FakeDiscord
-from tests.harness import running_paperbot
+from tests.fakes.checked_discord import FakeDiscord
 
 
 def description(message: dict[str, Any]) -> str:
@@ -22,7 +23,7 @@ def description(message: dict[str, Any]) -> str:
 
 
 async def test_a_paper_only_the_feed_announces_is_posted_once_with_its_announcement(
-    tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv, clock: FakeClock
+    tmp_path: Path, discord: FakeDiscord, arxiv: LoopbackArxiv, clock: FakeClock
 ) -> None:
     guild = discord.add_guild("Lab")
     channel = discord.add_text_channel(guild, "papers")

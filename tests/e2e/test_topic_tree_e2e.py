@@ -10,12 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from bot.clock import FakeClock
+from bot.loopback.arxiv import LoopbackArxiv
+from bot.loopback.discord import ALL_PERMISSIONS, EPHEMERAL, LOADING, Interaction
+from bot.loopback.harness import running_paperbot
 from bot.models import Paper
 from tests.e2e.helpers import embed_urls, first_poll, follow
 from tests.factories import make_paper
-from tests.fakes.arxiv_server import FakeArxiv
-from tests.fakes.discord_server import ALL_PERMISSIONS, EPHEMERAL, LOADING, FakeDiscord, Interaction
-from tests.harness import running_paperbot
+from tests.fakes.checked_discord import FakeDiscord
 
 RL = "RL Post-Training"
 OPD = "On-Policy Distillation"
@@ -71,7 +72,7 @@ def footers(messages: list[dict[str, Any]]) -> list[str]:
 
 
 async def test_a_paper_of_a_sub_topic_reaches_the_parents_channel_once_named_by_the_sub_topic(
-    tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv, clock: FakeClock
+    tmp_path: Path, discord: FakeDiscord, arxiv: LoopbackArxiv, clock: FakeClock
 ) -> None:
     guild = discord.add_guild("Lab")
     channel = discord.add_text_channel(guild, "papers")
@@ -122,7 +123,7 @@ async def test_a_paper_of_a_sub_topic_reaches_the_parents_channel_once_named_by_
 
 
 async def test_a_channel_following_a_parent_and_its_child_gets_one_post_per_paper(
-    tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv, clock: FakeClock
+    tmp_path: Path, discord: FakeDiscord, arxiv: LoopbackArxiv, clock: FakeClock
 ) -> None:
     guild = discord.add_guild("Lab")
     channel = discord.add_text_channel(guild, "papers")
@@ -156,7 +157,7 @@ async def test_a_channel_following_a_parent_and_its_child_gets_one_post_per_pape
 
 
 async def test_a_servers_own_topic_under_a_catalog_topic_counts_for_it_in_that_server_only(
-    tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv, clock: FakeClock
+    tmp_path: Path, discord: FakeDiscord, arxiv: LoopbackArxiv, clock: FakeClock
 ) -> None:
     lab = discord.add_guild("Lab")
     lab_rl = discord.add_text_channel(lab, "rl")
@@ -220,7 +221,7 @@ async def test_a_servers_own_topic_under_a_catalog_topic_counts_for_it_in_that_s
 
 
 async def test_a_bad_parent_is_refused_privately_and_changes_nothing(
-    tmp_path: Path, discord: FakeDiscord, arxiv: FakeArxiv, clock: FakeClock
+    tmp_path: Path, discord: FakeDiscord, arxiv: LoopbackArxiv, clock: FakeClock
 ) -> None:
     guild = discord.add_guild("Lab")
     channel = discord.add_text_channel(guild, "papers")

@@ -11,13 +11,13 @@ from pathlib import Path
 from bot.clock import FakeClock
 from bot.config import Settings
 from bot.intake import Intake
+from bot.loopback.arxiv import LoopbackArxiv
 from bot.services import Services
 from bot.services.topics import TopicLimits
 from bot.sources.arxiv_api import ArxivClient
 from bot.sources.polite_http import PoliteHttp, build_http_client
 from bot.store import Store
 from bot.topics.index import TopicIndex
-from tests.fakes.arxiv_server import FakeArxiv
 
 WATCHED = ("cs.AI", "cs.CL", "cs.LG")
 
@@ -26,7 +26,7 @@ WATCHED = ("cs.AI", "cs.CL", "cs.LG")
 class World:
     store: Store
     clock: FakeClock
-    arxiv: FakeArxiv  # what the sources read
+    arxiv: LoopbackArxiv  # what the sources read
     index: TopicIndex
     intake: Intake
     services: Services
@@ -53,7 +53,7 @@ def settings_for(database: Path) -> Settings:
 async def services_world(store: Store, clock: FakeClock) -> AsyncIterator[World]:
     http = build_http_client("paperwatch-tests/0.1", timeout=5.0)
     try:
-        async with FakeArxiv() as arxiv:
+        async with LoopbackArxiv() as arxiv:
             index = TopicIndex(store, clock)
             await index.start([])
             intake = Intake(store, index, clock)

@@ -1,4 +1,4 @@
-"""ArxivClient against FakeArxiv over real loopback HTTP (httpx), with a FakeClock: waits are recorded, not slept.
+"""ArxivClient against LoopbackArxiv over real loopback HTTP (httpx), with a FakeClock: waits are recorded, not slept.
 
 Only the timeout test spends real time (0.5 s): a network timeout cannot be faked by the clock.
 """
@@ -18,11 +18,11 @@ import pytest
 
 from bot.clock import FakeClock
 from bot.errors import ArxivQueryError, ArxivUnavailable, MalformedFeed
+from bot.loopback.arxiv import LoopbackArxiv
 from bot.models import Author, Paper
 from bot.sources.arxiv_api import ArxivClient, UnsafeFeed, category_query, submitted_range
 from bot.sources.polite_http import PoliteHttp, build_http_client
 from tests.factories import make_paper
-from tests.fakes.arxiv_server import FakeArxiv
 from tests.shared_files import FIXTURES
 
 UA = "paperwatch-test/0.1 (Discord research-alert bot; mailto:tests@example.org)"
@@ -59,7 +59,7 @@ LARGE = [paper(f"2611.{i + 100:05d}", BASE + timedelta(hours=7 * i), *_CYCLE[i %
 
 @asynccontextmanager
 async def arxiv_client(
-    fa: FakeArxiv,
+    fa: LoopbackArxiv,
     clock: FakeClock,
     *,
     timeout: float = 5.0,  # noqa: ASYNC109 - httpx's timeout, handed to build_http_client
@@ -85,13 +85,13 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-async def fa() -> AsyncIterator[FakeArxiv]:
-    async with FakeArxiv(SMALL + LARGE) as fake:
+async def fa() -> AsyncIterator[LoopbackArxiv]:
+    async with LoopbackArxiv(SMALL + LARGE) as fake:
         yield fake
 
 
 @pytest.fixture
-async def client(fa: FakeArxiv, clock: FakeClock) -> AsyncIterator[ArxivClient]:
+async def client(fa: LoopbackArxiv, clock: FakeClock) -> AsyncIterator[ArxivClient]:
     async with arxiv_client(fa, clock) as arxiv:
         yield arxiv
 
@@ -127,7 +127,7 @@ def test_submitted_range_is_gmt_minutes() -> None:
 
 
 async def test_categories_and_inclusive_date_range() -> None:
-    async with FakeArxiv(SMALL) as small, arxiv_client(small, FakeClock()) as client:
+    async with LoopbackArxiv(SMALL) as small, arxiv_client(small, FakeClock()) as client:
         window = submitted_range(
             datetime(2026, 11, 1, 0, 0, tzinfo=UTC), datetime(2026, 11, 1, 23, 59, tzinfo=UTC)
         )
@@ -149,7 +149,7 @@ async def test_categories_and_inclusive_date_range() -> None:
         )
 
 
-async def test_paging_and_a_corpus_that_grows(fa: FakeArxiv, client: ArxivClient) -> None:
+async def test_paging_and_a_corpus_that_grows(fa: LoopbackArxiv, client: ArxivClient) -> None:
     first = await client.search("cat:cs.CL", start=0, max_results=10)
     second = await client.search("cat:cs.CL", start=10, max_results=10)
     assert first.total_results == 41  # 40 of LARGE + 1 of SMALL
@@ -164,18 +164,20 @@ async def test_paging_and_a_corpus_that_grows(fa: FakeArxiv, client: ArxivClient
     assert newest.total_results == 42
 
 
-async def test_max_results_is_capped_at_2000(fa: FakeArxiv, client: ArxivClient) -> None:
+async def test_max_results_is_capped_at_2000(fa: LoopbackArxiv, client: ArxivClient) -> None:
     page = await client.search("cat:cs.AI", max_results=5000)
     assert fa.requests[0].params["max_results"] == "2000"
     assert len(page.papers) == page.total_results == 83  # 80 of LARGE + 3 of SMALL
 
 
-async def test_user_agent_sent(fa: FakeArxiv, client: ArxivClient) -> None:
+async def test_user_agent_sent(fa: LoopbackArxiv, client: ArxivClient) -> None:
     await client.search("cat:cs.AI", max_results=1)
     assert fa.requests[0].headers["User-Agent"] == UA
 
 
-async def test_min_interval_between_requests(fa: FakeArxiv, client: ArxivClient, clock: FakeClock) -> None:
+async def test_min_interval_between_requests(
+    fa: LoopbackArxiv, client: ArxivClient, clock: FakeClock
+) -> None:
     await client.search("cat:cs.AI", max_results=1)
     assert clock.sleeps == []  # the first request does not wait
     await client.search("cat:cs.AI", max_results=1)
@@ -186,7 +188,7 @@ async def test_min_interval_between_requests(fa: FakeArxiv, client: ArxivClient,
     assert len(fa.requests) == 3
 
 
-async def test_recorded_fixture_served_as_is(fa: FakeArxiv, client: ArxivClient) -> None:
+async def test_recorded_fixture_served_as_is(fa: LoopbackArxiv, client: ArxivClient) -> None:
     fa.serve_raw_next((FIXTURES / "api_query_testing_100.xml").read_bytes())
     page = await client.search("all:testing")
     assert (len(page.papers), page.total_results) == (100, 214881)
@@ -195,7 +197,7 @@ async def test_recorded_fixture_served_as_is(fa: FakeArxiv, client: ArxivClient)
 # -- faults: retried ----------------------------------------------------------------------------------
 
 
-async def test_503_then_success(fa: FakeArxiv, client: ArxivClient, clock: FakeClock) -> None:
+async def test_503_then_success(fa: LoopbackArxiv, client: ArxivClient, clock: FakeClock) -> None:
     fa.fail_next(503)
     page = await client.search("cat:cs.CL", max_results=5)
     assert len(page.papers) == 5
@@ -203,7 +205,7 @@ async def test_503_then_success(fa: FakeArxiv, client: ArxivClient, clock: FakeC
     assert clock.sleeps == [3.0]  # backoff of the first retry is never below the 3 s interval
 
 
-async def test_backoff_grows_exponentially(fa: FakeArxiv, clock: FakeClock) -> None:
+async def test_backoff_grows_exponentially(fa: LoopbackArxiv, clock: FakeClock) -> None:
     fa.fail_next(503, count=3)
     async with arxiv_client(fa, clock, min_interval=1.0, backoff_base=2.0, max_tries=4) as client:
         await client.search("cat:cs.CL", max_results=1)
@@ -215,14 +217,18 @@ async def test_backoff_grows_exponentially(fa: FakeArxiv, clock: FakeClock) -> N
     assert clock.sleeps == sorted(clock.sleeps)
 
 
-async def test_429_with_retry_after_is_honoured(fa: FakeArxiv, client: ArxivClient, clock: FakeClock) -> None:
+async def test_429_with_retry_after_is_honoured(
+    fa: LoopbackArxiv, client: ArxivClient, clock: FakeClock
+) -> None:
     fa.fail_next(429, retry_after="7")
     await client.search("cat:cs.AI", max_results=1)
     assert clock.sleeps == [7.0]
     assert len(fa.requests) == 2
 
 
-async def test_429_with_http_date_retry_after(fa: FakeArxiv, client: ArxivClient, clock: FakeClock) -> None:
+async def test_429_with_http_date_retry_after(
+    fa: LoopbackArxiv, client: ArxivClient, clock: FakeClock
+) -> None:
     fa.fail_next(
         429, retry_after=email.utils.format_datetime(clock.now() + timedelta(seconds=42), usegmt=True)
     )
@@ -231,7 +237,7 @@ async def test_429_with_http_date_retry_after(fa: FakeArxiv, client: ArxivClient
 
 
 async def test_429_without_retry_after_backs_off(
-    fa: FakeArxiv, client: ArxivClient, clock: FakeClock
+    fa: LoopbackArxiv, client: ArxivClient, clock: FakeClock
 ) -> None:
     fa.fail_next(429, count=2)
     await client.search("cat:cs.AI", max_results=1)
@@ -240,7 +246,7 @@ async def test_429_without_retry_after_backs_off(
     assert 3.0 <= clock.sleeps[1] <= 6.0
 
 
-async def test_timeout_then_success(fa: FakeArxiv, clock: FakeClock) -> None:
+async def test_timeout_then_success(fa: LoopbackArxiv, clock: FakeClock) -> None:
     fa.delay_next(2.0)
     async with arxiv_client(fa, clock, timeout=0.5) as client:
         page = await client.search("cat:cs.AI", max_results=2)
@@ -249,35 +255,35 @@ async def test_timeout_then_success(fa: FakeArxiv, clock: FakeClock) -> None:
     assert clock.sleeps == [3.0]
 
 
-async def test_reset_connection_then_success(fa: FakeArxiv, client: ArxivClient) -> None:
+async def test_reset_connection_then_success(fa: LoopbackArxiv, client: ArxivClient) -> None:
     fa.reset_next()
     page = await client.search("cat:cs.AI", max_results=50)
     assert len(page.papers) == 50
     assert len(fa.requests) == 2
 
 
-async def test_truncated_xml_then_success(fa: FakeArxiv, client: ArxivClient) -> None:
+async def test_truncated_xml_then_success(fa: LoopbackArxiv, client: ArxivClient) -> None:
     fa.truncate_next()
     page = await client.search("cat:cs.AI", max_results=50)
     assert len(page.papers) == 50
     assert len(fa.requests) == 2
 
 
-async def test_html_page_with_200_is_retried(fa: FakeArxiv, client: ArxivClient) -> None:
+async def test_html_page_with_200_is_retried(fa: LoopbackArxiv, client: ArxivClient) -> None:
     fa.serve_raw_next(b"<html><body><h1>Service temporarily unavailable</h1></body></html>")
     page = await client.search("cat:cs.AI", max_results=1)
     assert len(page.papers) == 1
     assert len(fa.requests) == 2
 
 
-async def test_empty_page_with_more_results_is_retried(fa: FakeArxiv, client: ArxivClient) -> None:
+async def test_empty_page_with_more_results_is_retried(fa: LoopbackArxiv, client: ArxivClient) -> None:
     fa.empty_next(2)
     page = await client.search("cat:cs.AI", max_results=3)
     assert len(page.papers) == 3
     assert len(fa.requests) == 3
 
 
-async def test_empty_page_every_time_is_unavailable_not_empty(fa: FakeArxiv, clock: FakeClock) -> None:
+async def test_empty_page_every_time_is_unavailable_not_empty(fa: LoopbackArxiv, clock: FakeClock) -> None:
     fa.empty_next(10)
     async with arxiv_client(fa, clock, max_tries=3) as client:
         with pytest.raises(ArxivUnavailable, match="empty page"):
@@ -286,13 +292,13 @@ async def test_empty_page_every_time_is_unavailable_not_empty(fa: FakeArxiv, clo
     assert len(clock.sleeps) == 2
 
 
-async def test_empty_page_past_the_end_is_a_real_empty_page(fa: FakeArxiv, client: ArxivClient) -> None:
+async def test_empty_page_past_the_end_is_a_real_empty_page(fa: LoopbackArxiv, client: ArxivClient) -> None:
     page = await client.search("cat:cs.AI", start=500)
     assert (page.papers, page.total_results) == ([], 83)
     assert len(fa.requests) == 1
 
 
-async def test_503_every_time_is_unavailable(fa: FakeArxiv, clock: FakeClock) -> None:
+async def test_503_every_time_is_unavailable(fa: LoopbackArxiv, clock: FakeClock) -> None:
     fa.fail_next(503, count=5)
     async with arxiv_client(fa, clock, max_tries=3) as client:
         with pytest.raises(ArxivUnavailable, match="HTTP 503"):
@@ -305,7 +311,7 @@ async def test_503_every_time_is_unavailable(fa: FakeArxiv, clock: FakeClock) ->
 
 
 async def test_400_error_entry_names_the_query_and_is_not_retried(
-    fa: FakeArxiv, client: ArxivClient, clock: FakeClock
+    fa: LoopbackArxiv, client: ArxivClient, clock: FakeClock
 ) -> None:
     query = 'ti:"graph neural" ANDNOT cat:cs.AI'  # a shape the fake (like arXiv for bad input) rejects
     with pytest.raises(ArxivQueryError) as info:
@@ -316,14 +322,14 @@ async def test_400_error_entry_names_the_query_and_is_not_retried(
     assert clock.sleeps == []
 
 
-async def test_injected_400_is_a_query_error(fa: FakeArxiv, client: ArxivClient) -> None:
+async def test_injected_400_is_a_query_error(fa: LoopbackArxiv, client: ArxivClient) -> None:
     fa.fail_next(400)
     with pytest.raises(ArxivQueryError, match="malformed query"):
         await client.search("cat:cs.AI")
     assert len(fa.requests) == 1
 
 
-async def test_unsafe_document_is_not_retried(fa: FakeArxiv, client: ArxivClient) -> None:
+async def test_unsafe_document_is_not_retried(fa: LoopbackArxiv, client: ArxivClient) -> None:
     fa.serve_raw_next(
         b'<?xml version="1.0"?>\n<!DOCTYPE feed [<!ENTITY xxe SYSTEM "file:///etc/passwd">]>\n'
         b'<feed xmlns="http://www.w3.org/2005/Atom"><title>&xxe;</title></feed>',
@@ -335,7 +341,7 @@ async def test_unsafe_document_is_not_retried(fa: FakeArxiv, client: ArxivClient
     assert len(fa.requests) == 1
 
 
-async def test_403_is_unavailable_without_retries(fa: FakeArxiv, client: ArxivClient) -> None:
+async def test_403_is_unavailable_without_retries(fa: LoopbackArxiv, client: ArxivClient) -> None:
     fa.fail_next(403)
     with pytest.raises(ArxivUnavailable, match="403"):
         await client.search("cat:cs.AI")
@@ -345,7 +351,7 @@ async def test_403_is_unavailable_without_retries(fa: FakeArxiv, client: ArxivCl
 # -- fetch_ids ----------------------------------------------------------------------------------------
 
 
-async def test_fetch_ids_in_chunks_of_100(fa: FakeArxiv, client: ArxivClient) -> None:
+async def test_fetch_ids_in_chunks_of_100(fa: LoopbackArxiv, client: ArxivClient) -> None:
     wanted = [p.arxiv_id for p in LARGE[:150]]
     wanted[0] = f"https://arxiv.org/abs/{wanted[0]}v1"  # URLs and versions are accepted
     papers = await client.fetch_ids([*wanted, "2611.00100"])  # a duplicate is asked once
@@ -356,13 +362,13 @@ async def test_fetch_ids_in_chunks_of_100(fa: FakeArxiv, client: ArxivClient) ->
     assert "search_query" not in fa.requests[0].params
 
 
-async def test_fetch_ids_unknown_id_is_simply_absent(fa: FakeArxiv, client: ArxivClient) -> None:
+async def test_fetch_ids_unknown_id_is_simply_absent(fa: LoopbackArxiv, client: ArxivClient) -> None:
     assert await client.fetch_ids(["2611.00001", "2101.99999"]) == [SMALL[0]]
     assert await client.fetch_ids([]) == []
     assert len(fa.requests) == 1
 
 
-async def test_fetch_ids_rejects_non_ids_before_any_request(fa: FakeArxiv, client: ArxivClient) -> None:
+async def test_fetch_ids_rejects_non_ids_before_any_request(fa: LoopbackArxiv, client: ArxivClient) -> None:
     with pytest.raises(ArxivQueryError, match="not an arXiv id"):
         await client.fetch_ids(["2611.00001", "hello world"])
     assert fa.requests == []
@@ -371,7 +377,7 @@ async def test_fetch_ids_rejects_non_ids_before_any_request(fa: FakeArxiv, clien
 # -- the fake itself: waiting, RSS ---------------------------------------------------------------------
 
 
-async def test_wait_for_requests_is_event_driven(fa: FakeArxiv, client: ArxivClient) -> None:
+async def test_wait_for_requests_is_event_driven(fa: LoopbackArxiv, client: ArxivClient) -> None:
     task = asyncio.create_task(client.search("cat:cs.AI", max_results=1))
     seen = await fa.wait_for_requests(1, timeout=10, endpoint="api")
     assert seen[0].params["search_query"] == "cat:cs.AI"
@@ -380,7 +386,7 @@ async def test_wait_for_requests_is_event_driven(fa: FakeArxiv, client: ArxivCli
         await fa.wait_for_requests(2, timeout=0.05)
 
 
-async def test_rss_conditional_get(fa: FakeArxiv) -> None:
+async def test_rss_conditional_get(fa: LoopbackArxiv) -> None:
     modified = datetime(2026, 11, 20, 5, 0, tzinfo=UTC)
     fa.set_rss(b"<rss>today</rss>", cats="cs.AI+cs.LG", last_modified=modified)
     url = f"{fa.rss_url}/cs.AI+cs.LG"

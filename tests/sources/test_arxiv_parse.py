@@ -17,12 +17,13 @@ from hypothesis import strategies as st
 from lxml import etree
 
 from bot.errors import ArxivQueryError, MalformedFeed
+from bot.loopback.arxiv import LoopbackArxiv
+from bot.loopback.atom import RawEntry, atom_feed, error_feed
 from bot.models import Author, Paper
 from bot.sources import limits
 from bot.sources.arxiv_api import ATOM_NS, UnsafeFeed, _make_parser, parse_feed
 from tests.factories import make_paper
-from tests.fakes.arxiv_server import FakeArxiv
-from tests.fakes.atom import HOSTILE_ENTRIES, HOSTILE_ID, RawEntry, atom_feed, error_feed, hostile_entry
+from tests.fakes.hostile import HOSTILE_ENTRIES, HOSTILE_ID, hostile_entry
 from tests.shared_files import FIXTURES
 
 
@@ -407,7 +408,7 @@ def test_parser_itself_does_not_expand_a_billion_laughs() -> None:
 
 
 async def test_no_network_fetch_for_external_dtd_or_entity() -> None:
-    async with FakeArxiv() as fa:
+    async with LoopbackArxiv() as fa:
         target = f"{fa.rss_url}/xxe"
         for encoding in ("UTF-8", "UTF-16"):
             document = (

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from bot.clock import FakeClock
 from bot.errors import ArxivUnavailable, MalformedFeed, SourceError
+from bot.loopback.arxiv import LoopbackArxiv, RecordedRequest
 from bot.models import Author
 from bot.sources.feeds import (
     FeedItem,
@@ -26,7 +27,6 @@ from bot.sources.feeds import (
     split_authors,
 )
 from bot.sources.polite_http import PoliteHttp, build_http_client
-from tests.fakes.arxiv_server import FakeArxiv, RecordedRequest
 from tests.shared_files import FIXTURES
 
 FIXTURE = FIXTURES / "rss_quant-ph_2025-04-28.xml"
@@ -387,8 +387,8 @@ async def http(clock: FakeClock) -> AsyncIterator[PoliteHttp]:
 
 
 @pytest.fixture
-async def fake() -> AsyncIterator[FakeArxiv]:
-    async with FakeArxiv() as fa:
+async def fake() -> AsyncIterator[LoopbackArxiv]:
+    async with LoopbackArxiv() as fa:
         yield fa
 
 
@@ -397,7 +397,7 @@ def sent(request: RecordedRequest, name: str) -> str | None:
 
 
 async def test_fetch_then_304_with_both_validators(
-    fake: FakeArxiv, http: PoliteHttp, rss_bytes: bytes
+    fake: LoopbackArxiv, http: PoliteHttp, rss_bytes: bytes
 ) -> None:
     fake.set_rss(rss_bytes, cats="quant-ph", etag='"day-1"', last_modified=LAST_MODIFIED)
     reader = FeedReader(http)
@@ -421,7 +421,7 @@ async def test_fetch_then_304_with_both_validators(
     assert conditional.path == "/rss/quant-ph"
 
 
-async def test_if_modified_since_alone_gets_a_304(fake: FakeArxiv, http: PoliteHttp) -> None:
+async def test_if_modified_since_alone_gets_a_304(fake: LoopbackArxiv, http: PoliteHttp) -> None:
     fake.set_rss(ONE_ITEM, etag='"server-tag"', last_modified=LAST_MODIFIED)
     result = await FeedReader(http).fetch_arxiv(
         rss_url(fake.rss_url, ["cs.LG"]), last_modified=LAST_MODIFIED_HEADER
@@ -431,7 +431,7 @@ async def test_if_modified_since_alone_gets_a_304(fake: FakeArxiv, http: PoliteH
     assert result.etag == '"server-tag"'  # the 304 names the current ETag: keep it for next time
 
 
-async def test_a_new_batch_replaces_stale_validators(fake: FakeArxiv, http: PoliteHttp) -> None:
+async def test_a_new_batch_replaces_stale_validators(fake: LoopbackArxiv, http: PoliteHttp) -> None:
     fake.set_rss(ONE_ITEM, etag='"day-2"')  # no Last-Modified this time
     result = await FeedReader(http).fetch_arxiv(
         rss_url(fake.rss_url, ["cs.LG", "stat.ML"]), etag='"day-1"', last_modified=LAST_MODIFIED_HEADER
@@ -444,7 +444,7 @@ async def test_a_new_batch_replaces_stale_validators(fake: FakeArxiv, http: Poli
 
 
 async def test_cut_off_body_is_retried(
-    fake: FakeArxiv, http: PoliteHttp, clock: FakeClock, rss_bytes: bytes
+    fake: LoopbackArxiv, http: PoliteHttp, clock: FakeClock, rss_bytes: bytes
 ) -> None:
     fake.set_rss(rss_bytes)
     fake.truncate_next(endpoint="rss")  # a complete HTTP answer holding half the feed (40 readable items)
@@ -454,21 +454,23 @@ async def test_cut_off_body_is_retried(
     assert clock.sleeps and clock.sleeps[0] >= http.min_interval  # a backoff wait, on the fake clock
 
 
-async def test_html_error_page_every_time_gives_up_as_unavailable(fake: FakeArxiv, http: PoliteHttp) -> None:
+async def test_html_error_page_every_time_gives_up_as_unavailable(
+    fake: LoopbackArxiv, http: PoliteHttp
+) -> None:
     fake.serve_raw_next(b"<html><body>Down for maintenance</body></html>", count=3, endpoint="rss")
     with pytest.raises(ArxivUnavailable, match="3 tries"):
         await FeedReader(http).fetch_arxiv(rss_url(fake.rss_url, ["cs.LG"]))
     assert fake.pending_faults("rss") == 0
 
 
-async def test_unknown_feed_is_a_source_error_without_retries(fake: FakeArxiv, http: PoliteHttp) -> None:
+async def test_unknown_feed_is_a_source_error_without_retries(fake: LoopbackArxiv, http: PoliteHttp) -> None:
     with pytest.raises(SourceError, match="HTTP 404") as caught:
         await FeedReader(http).fetch_arxiv(rss_url(fake.rss_url, ["no.such"]))
     assert not isinstance(caught.value, ArxivUnavailable)
     assert len(fake.requests) == 1
 
 
-async def test_server_error_then_success(fake: FakeArxiv, http: PoliteHttp, clock: FakeClock) -> None:
+async def test_server_error_then_success(fake: LoopbackArxiv, http: PoliteHttp, clock: FakeClock) -> None:
     fake.set_rss(ONE_ITEM)
     fake.fail_next(503, retry_after="7", endpoint="rss")
     result = await FeedReader(http).fetch_arxiv(rss_url(fake.rss_url, ["cs.LG"]))
@@ -476,7 +478,7 @@ async def test_server_error_then_success(fake: FakeArxiv, http: PoliteHttp, cloc
     assert 7.0 in clock.sleeps  # Retry-After honoured
 
 
-async def test_fetch_generic_feed_with_conditional_get(fake: FakeArxiv, http: PoliteHttp) -> None:
+async def test_fetch_generic_feed_with_conditional_get(fake: LoopbackArxiv, http: PoliteHttp) -> None:
     fake.set_rss(JOURNAL_ATOM, cats="journal", etag='"j1"', last_modified=LAST_MODIFIED)
     reader = FeedReader(http)
     url = f"{fake.rss_url}/journal"
@@ -493,7 +495,7 @@ async def test_fetch_generic_feed_with_conditional_get(fake: FakeArxiv, http: Po
 
 
 async def test_a_bare_304_keeps_the_validators_sent(clock: FakeClock) -> None:
-    # FakeArxiv repeats its validators on a 304; a server may not, and then the old ones still hold.
+    # LoopbackArxiv repeats its validators on a 304; a server may not, and then the old ones still hold.
     def bare_304(request: httpx.Request) -> httpx.Response:
         assert request.headers["If-None-Match"] == '"old"'
         return httpx.Response(304)

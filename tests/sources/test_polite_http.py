@@ -11,9 +11,9 @@ import pytest
 
 from bot.clock import FakeClock
 from bot.errors import ArxivUnavailable
+from bot.loopback.arxiv import LoopbackArxiv
 from bot.sources.arxiv_api import ArxivClient, category_query
 from bot.sources.polite_http import Fetched, PoliteHttp, build_http_client
-from tests.fakes.arxiv_server import FakeArxiv
 
 CORRUPT_GZIP = b"\x1f\x8b\x08\x00" + b"not really gzip" * 8
 
@@ -24,7 +24,7 @@ def body(fetched: Fetched) -> bytes:
 
 async def test_corrupt_gzip_body_is_retried_then_succeeds() -> None:
     clock = FakeClock()
-    async with FakeArxiv() as fa, build_http_client("paperwatch-test/0.1") as client:
+    async with LoopbackArxiv() as fa, build_http_client("paperwatch-test/0.1") as client:
         fa.serve_raw_next(CORRUPT_GZIP, headers={"Content-Encoding": "gzip"})
         fa.serve_raw_next(b"fine")
         http = PoliteHttp(client, clock, min_interval=3.0, max_tries=3, rng=random.Random(1))
@@ -34,7 +34,7 @@ async def test_corrupt_gzip_body_is_retried_then_succeeds() -> None:
 
 
 async def test_corrupt_gzip_every_time_is_unavailable_not_an_httpx_error() -> None:
-    async with FakeArxiv() as fa, build_http_client("paperwatch-test/0.1") as client:
+    async with LoopbackArxiv() as fa, build_http_client("paperwatch-test/0.1") as client:
         fa.serve_raw_next(CORRUPT_GZIP, count=2, headers={"Content-Encoding": "gzip"})
         http = PoliteHttp(client, FakeClock(), max_tries=2, rng=random.Random(1))
         with pytest.raises(ArxivUnavailable, match="undecodable body"):
@@ -51,7 +51,7 @@ async def test_corrupt_gzip_every_time_is_unavailable_not_an_httpx_error() -> No
 
 async def test_a_trickling_answer_is_cut_off_at_the_deadline_retried_and_frees_the_client() -> None:
     clock = FakeClock()
-    async with FakeArxiv() as fa, build_http_client("paperwatch-test/0.1", timeout=5.0) as client:
+    async with LoopbackArxiv() as fa, build_http_client("paperwatch-test/0.1", timeout=5.0) as client:
         fa.trickle_next(count=2, interval=0.05, body=b"x" * 100_000)  # ~20 bytes a second: hours in all
         http = PoliteHttp(client, clock, min_interval=3.0, max_tries=2, deadline=0.5, rng=random.Random(1))
         async with asyncio.timeout(60):
@@ -68,7 +68,7 @@ async def test_a_trickling_answer_is_cut_off_at_the_deadline_retried_and_frees_t
 
 async def test_a_trickle_then_a_good_answer_succeeds() -> None:
     clock = FakeClock()
-    async with FakeArxiv() as fa, build_http_client("paperwatch-test/0.1", timeout=5.0) as client:
+    async with LoopbackArxiv() as fa, build_http_client("paperwatch-test/0.1", timeout=5.0) as client:
         fa.trickle_next(interval=0.05, body=b"x" * 100_000)
         fa.serve_raw_next(b"fine")
         http = PoliteHttp(client, clock, min_interval=3.0, max_tries=3, deadline=0.5, rng=random.Random(1))
@@ -82,7 +82,7 @@ async def test_a_trickle_then_a_good_answer_succeeds() -> None:
 
 async def test_a_redirect_loop_is_arxiv_unavailable_without_hammering() -> None:
     clock = FakeClock()
-    async with FakeArxiv() as fa, build_http_client("paperwatch-test/0.1") as client:
+    async with LoopbackArxiv() as fa, build_http_client("paperwatch-test/0.1") as client:
         fa.redirect_next(count=100)
         http = PoliteHttp(client, clock, max_tries=5, rng=random.Random(1))
         with pytest.raises(ArxivUnavailable, match="redirect"):
@@ -94,7 +94,7 @@ async def test_a_redirect_loop_is_arxiv_unavailable_without_hammering() -> None:
 
 async def test_a_redirect_to_an_impossible_port_is_unavailable_not_a_crash() -> None:
     # httpx lets the socket layer's OverflowError out (wrapped in an ExceptionGroup): no httpx error at all.
-    async with FakeArxiv() as fa, build_http_client("paperwatch-test/0.1") as client:
+    async with LoopbackArxiv() as fa, build_http_client("paperwatch-test/0.1") as client:
         fa.serve_raw_next(b"", status=302, headers={"Location": "http://127.0.0.1:99999/api/query"})
         http = PoliteHttp(client, FakeClock(), max_tries=3, rng=random.Random(1))
         with pytest.raises(ArxivUnavailable, match="port must be 0-65535"):
@@ -111,7 +111,7 @@ async def test_each_retry_logs_one_warning_with_attempt_reason_and_wait_not_the_
     many = [f"cs.{chr(65 + i)}{chr(65 + j)}" for i in range(6) for j in range(6)]  # a long category query
     query = category_query(many)
     clock = FakeClock()
-    async with FakeArxiv() as fa, build_http_client("paperwatch-test/0.1") as client:
+    async with LoopbackArxiv() as fa, build_http_client("paperwatch-test/0.1") as client:
         fa.fail_next(503, count=2)
         arxiv = ArxivClient(PoliteHttp(client, clock, max_tries=4, rng=random.Random(1)), fa.url)
         with caplog.at_level(logging.WARNING, logger="bot.sources.polite_http"):

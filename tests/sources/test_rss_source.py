@@ -10,13 +10,13 @@ from datetime import UTC, date, datetime
 import pytest
 
 from bot.clock import FakeClock
+from bot.loopback.arxiv import LoopbackArxiv, rss_feed
 from bot.models import Announcement, SourceState
 from bot.sources.base import Batch, Source
 from bot.sources.feeds import FeedReader, parse_arxiv_feed
 from bot.sources.polite_http import PoliteHttp, build_http_client
 from bot.sources.rss_source import ArxivRssSource, announcements_of, watched
 from tests.factories import make_paper
-from tests.fakes.arxiv_server import FakeArxiv, rss_feed
 from tests.shared_files import FIXTURES
 
 FIXTURE = (FIXTURES / "rss_quant-ph_2025-04-28.xml").read_bytes()
@@ -25,8 +25,8 @@ AFTER = datetime(2025, 4, 28, 12, 0, tzinfo=UTC)  # the feed's day, after its pu
 
 
 @pytest.fixture
-async def fake() -> AsyncIterator[FakeArxiv]:
-    async with FakeArxiv() as fa:
+async def fake() -> AsyncIterator[LoopbackArxiv]:
+    async with LoopbackArxiv() as fa:
         yield fa
 
 
@@ -44,7 +44,7 @@ async def read_all(source: Source, state: SourceState, now: datetime = AFTER) ->
 
 
 async def test_the_recorded_feed_becomes_papers_updates_and_announcements(
-    fake: FakeArxiv, http: PoliteHttp
+    fake: LoopbackArxiv, http: PoliteHttp
 ) -> None:
     fake.set_rss(FIXTURE, cats="quant-ph", etag='"d1"')
     source = ArxivRssSource(FeedReader(http), fake.rss_url, ["quant-ph"])
@@ -67,7 +67,7 @@ async def test_the_recorded_feed_becomes_papers_updates_and_announcements(
 
 
 async def test_one_request_for_every_category_and_a_304_brings_nothing(
-    fake: FakeArxiv, http: PoliteHttp
+    fake: LoopbackArxiv, http: PoliteHttp
 ) -> None:
     fake.set_rss(FIXTURE, cats="quant-ph+cs.LG", etag='"d1"')
     source = ArxivRssSource(FeedReader(http), fake.rss_url, ["quant-ph", "cs.LG"])
@@ -86,7 +86,7 @@ async def test_one_request_for_every_category_and_a_304_brings_nothing(
 
 
 async def test_items_of_unknown_type_or_unwatched_categories_are_skipped_and_named(
-    fake: FakeArxiv, http: PoliteHttp
+    fake: LoopbackArxiv, http: PoliteHttp
 ) -> None:
     robot = make_paper(2, categories=("cs.RO",), primary_category="cs.RO")
     fake.set_rss(
@@ -105,7 +105,7 @@ async def test_items_of_unknown_type_or_unwatched_categories_are_skipped_and_nam
 
 
 async def test_an_announcement_date_ahead_of_the_clock_is_held_at_now(
-    fake: FakeArxiv, http: PoliteHttp
+    fake: LoopbackArxiv, http: PoliteHttp
 ) -> None:
     fake.set_rss(rss_feed([(make_paper(1), "new")], announced=AFTER))
     source = ArxivRssSource(FeedReader(http), fake.rss_url, ["cs.LG"])

@@ -13,21 +13,17 @@ import pytest
 
 from bot.app import PaperBot
 from bot.clock import FakeClock
+from bot.loopback.arxiv import LoopbackArxiv
+from bot.loopback.discord import EPHEMERAL, MANAGE_GUILD, VIEW_CHANNEL
+from bot.loopback.discord.records import SEND_MESSAGES, USE_APPLICATION_COMMANDS
+from bot.loopback.harness import running_paperbot
 from bot.models import Paper
 from bot.render import SUGGESTED_NOTE
 from bot.scheduler import Scheduler
 from bot.services.follows import FollowError
 from tests.factories import make_paper
-from tests.fakes.arxiv_server import FakeArxiv
-from tests.fakes.discord_server import (
-    EPHEMERAL,
-    MANAGE_GUILD,
-    SEND_MESSAGES,
-    USE_APPLICATION_COMMANDS,
-    VIEW_CHANNEL,
-    FakeDiscord,
-)
-from tests.harness import running_paperbot, store_of
+from tests.fakes.checked_discord import FakeDiscord
+from tests.peek import store_of
 from tests.topics.scorer_corpus import ELSEWHERE, UNSAID, corpus
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
@@ -38,7 +34,7 @@ QUERY = '"quantum error correction"'
 
 @pytest.fixture
 async def world(tmp_path: Path) -> AsyncIterator[tuple[PaperBot, FakeDiscord, Any]]:
-    async with FakeDiscord() as discord, FakeArxiv() as arxiv:
+    async with FakeDiscord() as discord, LoopbackArxiv() as arxiv:
         guild = discord.add_guild("Lab")
         suggested = discord.add_text_channel(guild, "suggested")
         exact = discord.add_text_channel(guild, "exact")

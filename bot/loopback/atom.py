@@ -6,7 +6,6 @@ reads real pages reads these too. Built with lxml so every character is escaped 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -15,7 +14,6 @@ from lxml import etree
 
 from bot.models import Paper
 from bot.sources.arxiv_api import ARXIV_NS, ATOM_NS, OPENSEARCH_NS
-from tests.factories import make_paper
 
 _NSMAP = {None: ATOM_NS, "arxiv": ARXIV_NS, "opensearch": OPENSEARCH_NS}
 _FEED_UPDATED = datetime(2026, 11, 20, 0, 0, tzinfo=UTC)
@@ -33,7 +31,7 @@ def _add(parent: etree._Element, ns: str, tag: str, text: str | None = None, **a
 
 
 def _feed(title: str, *, total: int, start: int, items_per_page: int) -> etree._Element:
-    feed = etree.Element(f"{{{ATOM_NS}}}feed", nsmap=_NSMAP)  # type: ignore[arg-type]
+    feed = etree.Element(f"{{{ATOM_NS}}}feed", nsmap=_NSMAP)
     _add(feed, ATOM_NS, "id", "https://arxiv.org/api/fake-feed-id")
     _add(feed, ATOM_NS, "title", title)
     _add(feed, ATOM_NS, "updated", _stamp(_FEED_UPDATED))
@@ -47,7 +45,7 @@ def _feed(title: str, *, total: int, start: int, items_per_page: int) -> etree._
 @dataclass(frozen=True, slots=True)
 class RawEntry:
     """An entry served exactly as written: what arXiv's schema allows but no Paper can hold (a year-9999 date,
-    a 20-digit version, a missing id). FakeArxiv files it under `published` when filtering and sorting by
+    a 20-digit version, a missing id). LoopbackArxiv files it under `published` when filtering and sorting by
     submission date (None: it matches every date range and sorts newest), and under `categories`."""
 
     xml: str
@@ -71,7 +69,7 @@ _RAW_FIELDS = {
 def entry_xml(paper: Paper, **raw: str | None) -> str:
     """The entry of `paper` as XML text, with the text of the named elements (id, title, summary, published,
     updated, comment, journal_ref, doi) replaced; None removes the element."""
-    holder = etree.Element(f"{{{ATOM_NS}}}feed", nsmap=_NSMAP)  # type: ignore[arg-type]
+    holder = etree.Element(f"{{{ATOM_NS}}}feed", nsmap=_NSMAP)
     _entry(holder, paper)
     [entry] = holder
     for name, text in raw.items():
@@ -84,44 +82,6 @@ def entry_xml(paper: Paper, **raw: str | None) -> str:
         else:
             found.text = text
     return etree.tostring(entry, encoding="unicode")
-
-
-# Entries that hold no usable paper, each breaking one thing: every one must be skipped, never fatal.
-HOSTILE_ENTRIES: dict[str, dict[str, str | None]] = {
-    "a year-9999 date past the end of time in UTC": {
-        "published": "9999-12-31T23:59:59-05:00",
-        "updated": "9999-12-31T23:59:59-05:00",
-    },
-    "a year-1 date before the start of time in UTC": {
-        "published": "0001-01-01T00:00:00+05:00",
-        "updated": "0001-01-01T00:00:00+05:00",
-    },
-    "a date from before arXiv": {"published": "1700-01-01T00:00:00Z", "updated": "1700-01-01T00:00:00Z"},
-    "dates that are not dates": {"published": "yesterday", "updated": "2026-13-45T99:99:99Z"},
-    "a version past SQLite's integer": {"id": "http://arxiv.org/abs/2611.10999v99999999999999999999"},
-    "no id": {"id": None},
-    "an id that is no arXiv id": {"id": "http://example.org/" + "a" * 100_000},
-    "no category": {},  # its categories are removed by hostile_entry
-}
-HOSTILE_ID = "2611.10999"  # the id of every hostile entry that has one
-
-
-def hostile_entry(case: str, published: datetime | None = None) -> RawEntry:
-    """The HOSTILE_ENTRIES case as an entry, filed by FakeArxiv under `published` (None: in every range)."""
-    xml = entry_xml(_hostile_base(), **HOSTILE_ENTRIES[case])
-    if case == "no category":
-        xml = re.sub(r"<(arxiv:primary_category|category) [^>]*/>", "", xml)
-    return RawEntry(xml, published)
-
-
-def _hostile_base() -> Paper:
-    return make_paper(
-        arxiv_id=HOSTILE_ID,
-        title="A hostile entry",
-        abstract="Nothing to see.",
-        authors=(),
-        published=datetime(2026, 11, 1, tzinfo=UTC),
-    )
 
 
 def _raw_entry(feed: etree._Element, raw: RawEntry) -> None:

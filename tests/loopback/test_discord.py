@@ -13,18 +13,17 @@ import pytest
 from discord import app_commands
 from discord.ext import commands
 
-from tests.fakes.discord_server import (
+from bot.loopback.discord import (
     ALL_PERMISSIONS,
-    EMBED_LINKS,
     MANAGE_GUILD,
-    SEND_MESSAGES,
     Channel,
-    FakeDiscord,
     Guild,
     Member,
     pointing_discord_at,
     running_client,
 )
+from bot.loopback.discord.records import EMBED_LINKS, SEND_MESSAGES
+from tests.fakes.checked_discord import FakeDiscord
 from tests.fakes.openapi_validator import OpenAPIValidator, limit_violations
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 64

@@ -1,6 +1,6 @@
-"""A loopback fake of arXiv's API and RSS endpoints, with faults switchable at any time.
+"""A loopback arXiv: a fake of arXiv's API and RSS endpoints, with faults switchable at any time.
 
-    async with FakeArxiv(papers) as fa:
+    async with LoopbackArxiv(papers) as fa:
         fa.fail_next(503)                  # the next API request gets a 503
         client = ArxivClient(http, fa.url)
 
@@ -29,8 +29,8 @@ from zoneinfo import ZoneInfo
 
 from aiohttp import web
 
+from bot.loopback.atom import RawEntry, atom_feed, error_feed
 from bot.models import Paper, split_arxiv_id
-from tests.fakes.atom import RawEntry, atom_feed, error_feed
 
 Endpoint = Literal["api", "rss"]
 QueryFilter = Callable[[str], Callable[[Paper], bool] | None]
@@ -135,7 +135,7 @@ def _etag_matches(header: str, etag: str) -> bool:
     return "*" in tags or etag.removeprefix("W/") in tags
 
 
-class FakeArxiv:
+class LoopbackArxiv:
     """arXiv on 127.0.0.1: `url` is the API query URL, `rss_url` the RSS base (append `/<cats>`)."""
 
     def __init__(self, papers: Iterable[Item] = (), *, query_filter: QueryFilter | None = None) -> None:
@@ -155,7 +155,7 @@ class FakeArxiv:
 
     # -- lifecycle --------------------------------------------------------------------------------------
 
-    async def __aenter__(self) -> FakeArxiv:
+    async def __aenter__(self) -> LoopbackArxiv:
         app = web.Application()
         app.router.add_get("/api/query", self._api)
         app.router.add_get("/rss/{cats}", self._rss_handler)
@@ -278,7 +278,7 @@ class FakeArxiv:
                 await self._changed.wait_for(lambda: len(seen()) >= n)
         except TimeoutError:
             raise TimeoutError(
-                f"FakeArxiv saw {len(seen())} of {n} expected requests in {timeout} s"
+                f"LoopbackArxiv saw {len(seen())} of {n} expected requests in {timeout} s"
             ) from None
         return seen()
 
@@ -474,10 +474,10 @@ def _sorted(papers: list[Item], sort_by: str | None, order: str) -> list[Item]:
 
 def _fault_reply(fault: _Fault) -> _Reply:
     if fault.status == 400:
-        body = error_feed("malformed query (fault injected by FakeArxiv)")
+        body = error_feed("malformed query (fault injected by LoopbackArxiv)")
         headers = {"Content-Type": "application/atom+xml; charset=utf-8"}
     else:
-        body = f"HTTP {fault.status} (fault injected by FakeArxiv)".encode()
+        body = f"HTTP {fault.status} (fault injected by LoopbackArxiv)".encode()
         headers = {"Content-Type": "text/plain; charset=utf-8"}
     if fault.retry_after is not None:
         headers["Retry-After"] = fault.retry_after

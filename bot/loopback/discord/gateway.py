@@ -1,0 +1,352 @@
+"""The loopback Discord's gateway (hello, identify, resume with replay, dispatch) and the interactions a test sends through it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import uuid
+from typing import Any
+
+from aiohttp import WSMsgType, web
+
+from bot.loopback.discord.payloads import Payloads
+from bot.loopback.discord.records import (
+    _PY_OPTION_TYPES,
+    ALL_PERMISSIONS,
+    ATTACHMENT_SIZE_LIMIT,
+    FORUM_CHANNEL,
+    INTENT_GUILD_MEMBERS,
+    TEXT_CHANNEL,
+    Channel,
+    Guild,
+    Interaction,
+    Member,
+)
+
+
+class Gateway(Payloads):
+    # ---- gateway -----------------------------------------------------------------------------------------
+
+    def _emit(self, event: str, data: dict[str, Any], intent: int | None = None) -> None:
+        """Queue a dispatch; the sender delivers it now if a session is live, else a RESUME replays it.
+
+        Events gated by an intent bit are only sent when the client identified with that intent.
+        """
+        if intent is not None and not self._intents & intent:
+            return
+        self._events.append({"op": 0, "t": event, "s": len(self._events) + 1, "d": data})
+        self._wake_sender.set()
+
+    async def _send_loop(self) -> None:
+        while True:
+            await self._wake_sender.wait()
+            self._wake_sender.clear()
+            await self._flush()
+
+    async def _flush(self) -> None:
+        ws = self._live_ws
+        while ws is not None and ws is self._live_ws and not ws.closed and self._sent_seq < len(self._events):
+            event = self._events[self._sent_seq]
+            try:
+                await ws.send_str(json.dumps(event))
+            except ConnectionError:
+                return  # the client will RESUME from its last sequence
+            self._sent_seq += 1
+            self._notify()
+
+    async def _handle_gateway(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse(autoping=True, max_msg_size=0)
+        await ws.prepare(request)
+        self._sockets.add(ws)
+        try:
+            await self._gate_open.wait()
+            hello = {"op": 10, "d": {"heartbeat_interval": self.heartbeat_interval_ms}, "s": None, "t": None}
+            await ws.send_str(json.dumps(hello))
+            async for msg in ws:
+                if msg.type == WSMsgType.TEXT:
+                    await self._on_gateway_frame(ws, request.path, json.loads(msg.data))
+                elif msg.type == WSMsgType.BINARY:
+                    self.violations.append("gateway: binary frame from the client (expected JSON text)")
+        finally:
+            self._sockets.discard(ws)
+            if self._live_ws is ws:
+                self._live_ws = None
+            self._notify()
+        return ws
+
+    async def _on_gateway_frame(self, ws: web.WebSocketResponse, path: str, frame: dict[str, Any]) -> None:
+        op, data = frame.get("op"), frame.get("d")
+        if op == 1:
+            await ws.send_str(json.dumps({"op": 11, "d": None, "s": None, "t": None}))
+        elif op == 2:
+            await self._identify(ws, data or {})
+        elif op == 6:
+            await self._resume(ws, path, data or {})
+        elif op == 8:
+            self._members_chunk(data or {})
+
+    async def _identify(self, ws: web.WebSocketResponse, data: dict[str, Any]) -> None:
+        if data.get("token") != self.token:
+            await ws.close(code=4004, message=b"Authentication failed.")
+            return
+        self.gateway_log.append(("IDENTIFY", data.get("intents")))
+        self._intents = int(data.get("intents") or 0)
+        self.session_id = uuid.uuid4().hex
+        self._events, self._sent_seq, self._live_ws = [], 0, ws
+        ready: dict[str, Any] = {
+            "v": 10,
+            "user": self._bot_user(),
+            "session_id": self.session_id,
+            "resume_gateway_url": self.resume_gateway_url,
+            "session_type": "normal",
+            "guilds": [{"id": str(g.id), "unavailable": True} for g in self.guilds],
+            "application": {"id": str(self.application_id), "flags": 0},
+            "private_channels": [],
+            "relationships": [],
+            "presences": [],
+            "geo_ordered_rtc_regions": [],
+        }
+        if data.get("shard") is not None:
+            ready["shard"] = data["shard"]
+        self._emit("READY", ready)
+        for guild in self.guilds:
+            self._emit("GUILD_CREATE", self._guild_payload(guild))
+        self._notify()
+
+    async def _resume(self, ws: web.WebSocketResponse, path: str, data: dict[str, Any]) -> None:
+        seq = data.get("seq") or 0
+        if (
+            data.get("token") != self.token
+            or data.get("session_id") != self.session_id
+            or seq > len(self._events)
+        ):
+            await ws.send_str(json.dumps({"op": 9, "d": False, "s": None, "t": None}))
+            return
+        self.gateway_log.append(("RESUME", seq, path))
+        missed = [e["t"] for e in self._events[seq:]]
+        if missed:
+            self.gateway_log.append(("REPLAY", *missed))
+        self._sent_seq, self._live_ws = seq, ws
+        self._emit("RESUMED", {})
+        self._notify()
+
+    def _members_chunk(self, data: dict[str, Any]) -> None:
+        guild = next((g for g in self.guilds if str(g.id) == str(data.get("guild_id"))), None)
+        if guild is None:
+            return
+        query = (data.get("query") or "").lower()
+        members = [m.member_payload() for m in guild.members if m.name.lower().startswith(query)]
+        limit = data.get("limit") or len(members)
+        self._emit(
+            "GUILD_MEMBERS_CHUNK",
+            {
+                "guild_id": str(guild.id),
+                "members": members[:limit],
+                "chunk_index": 0,
+                "chunk_count": 1,
+                "nonce": data.get("nonce"),
+                "not_found": [],
+                "presences": [],
+            },
+        )
+
+    # ---- driving the bot ---------------------------------------------------------------------------------
+
+    def _find_command(self, name: str, guild_id: int) -> dict[str, Any]:
+        scoped = [
+            c for c in self.commands if c["name"] == name and c.get("guild_id") in (str(guild_id), None)
+        ]
+        if not scoped:
+            raise LookupError(
+                f"/{name} was never synced (fake.commands has {[c['name'] for c in self.commands]})"
+            )
+        return min(scoped, key=lambda c: c.get("guild_id") is None)  # guild commands shadow global ones
+
+    def _option(
+        self,
+        given: dict[str, Any],
+        defs: list[dict[str, Any]],
+        resolved: dict[str, dict[str, Any]],
+        guild: Guild,
+    ) -> dict[str, Any]:
+        spec = next((d for d in defs if d["name"] == given["name"]), None)
+        value = given["value"]
+        type_ = given.get("type") or (spec or {}).get("type") or _PY_OPTION_TYPES.get(type(value), 3)
+        if isinstance(value, Channel):
+            resolved.setdefault("channels", {})[str(value.id)] = {
+                **self._channel_payload(value),
+                "permissions": str(value.bot_permissions),
+            }
+            value = str(value.id)
+        elif isinstance(value, Member):
+            resolved.setdefault("users", {})[str(value.id)] = value.user_payload()
+            member = {k: v for k, v in value.member_payload().items() if k != "user"}
+            resolved.setdefault("members", {})[str(value.id)] = {
+                **member,
+                "permissions": str(value.permissions),
+            }
+            value = str(value.id)
+        option = {"name": given["name"], "type": type_, "value": value}
+        if given.get("focused"):
+            option["focused"] = True
+        return option
+
+    def _command_data(self, guild: Guild, command: str, options: list[dict[str, Any]]) -> dict[str, Any]:
+        root, *subs = command.split()
+        spec = self._find_command(root, guild.id)
+        data: dict[str, Any] = {"id": spec["id"], "name": root, "type": spec.get("type", 1)}
+        if spec.get("guild_id"):
+            data["guild_id"] = spec["guild_id"]
+        node, defs = data, spec.get("options") or []
+        for sub in subs:
+            sub_spec = next((d for d in defs if d["name"] == sub and d["type"] in (1, 2)), None)
+            if sub_spec is None:
+                raise LookupError(f"/{command}: no subcommand {sub!r} in the synced definition")
+            child: dict[str, Any] = {"name": sub, "type": sub_spec["type"]}
+            node["options"] = [child]
+            node, defs = child, sub_spec.get("options") or []
+        resolved: dict[str, dict[str, Any]] = {}
+        node["options"] = [self._option(o, defs, resolved, guild) for o in options]
+        if resolved:
+            data["resolved"] = resolved
+        return data
+
+    def _interaction(
+        self,
+        type_: int,
+        guild: Guild,
+        channel: Channel,
+        member: Member,
+        command: str,
+        options: list[dict[str, Any]],
+    ) -> Interaction:
+        interaction_id = self._snowflake()
+        token = "itok." + secrets.token_urlsafe(32)
+        payload = {
+            "id": str(interaction_id),
+            "application_id": str(self.application_id),
+            "type": type_,
+            "token": token,
+            "version": 1,
+            "guild_id": str(guild.id),
+            "guild": {"id": str(guild.id), "locale": "en-US", "features": []},
+            "channel_id": str(channel.id),
+            "channel": {**self._channel_payload(channel), "permissions": str(member.permissions)},
+            "member": {**member.member_payload(), "permissions": str(member.permissions)},
+            "app_permissions": str(channel.bot_permissions),
+            "locale": "en-US",
+            "guild_locale": "en-US",
+            "entitlements": [],
+            "authorizing_integration_owners": {"0": str(guild.id)},
+            "context": 0,
+            "attachment_size_limit": ATTACHMENT_SIZE_LIMIT,
+            "data": self._command_data(guild, command, options),
+        }
+        record = Interaction(
+            interaction_id, token, type_, command, payload, asyncio.get_running_loop().time(), self
+        )
+        self.interactions.append(record)
+        self._emit("INTERACTION_CREATE", payload)
+        return record
+
+    async def _await_session(self) -> None:
+        await self.wait_for(lambda: self.session_id is not None)
+
+    async def invoke(
+        self,
+        guild: Guild,
+        channel: Channel,
+        member: Member,
+        command: str,
+        options: list[dict[str, Any]] | None = None,
+    ) -> Interaction:
+        """Send a slash command (type 2). `command` may name subcommands: "topics follow".
+
+        Options are `{"name", "value"}` (type taken from the synced definition); a `Channel`/`Member` value
+        becomes its id plus the `resolved` entry Discord sends. Returns at once; await the record's helpers.
+        """
+        await self._await_session()
+        return self._interaction(2, guild, channel, member, command, options or [])
+
+    async def autocomplete(
+        self, guild: Guild, channel: Channel, member: Member, command: str, options: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """Send an autocomplete interaction (type 4) and return the choices the bot answered.
+
+        Exactly one option is focused: the one marked `focused: True`, else the last one.
+        """
+        await self._await_session()
+        options = [dict(o) for o in options]
+        if options and not any(o.get("focused") for o in options):
+            options[-1]["focused"] = True
+        record = self._interaction(4, guild, channel, member, command, options)
+        await self.wait_for(lambda: record.choices is not None or bool(record.responses))
+        if record.choices is None:
+            raise AssertionError(f"autocomplete answered with {record.responses[0]!r}")
+        return record.choices
+
+    # ---- world model -------------------------------------------------------------------------------------
+
+    def add_guild(self, name: str) -> Guild:
+        guild = Guild(self._snowflake(), name, self.owner_user_id)
+        bot = Member(
+            self.bot_user_id, "paperwatch-test", guild.id, ALL_PERMISSIONS, self._snowflake(), bot=True
+        )
+        guild.members.append(bot)
+        self._members[bot.id] = bot
+        self.guilds.append(guild)
+        if self.session_id is not None:
+            self._emit("GUILD_CREATE", self._guild_payload(guild))
+        return guild
+
+    def _add_channel(self, guild: Guild, name: str, type_: int, tags: list[dict[str, Any]]) -> Channel:
+        channel = Channel(self._snowflake(), guild.id, name, type_, len(guild.channels), tags)
+        guild.channels.append(channel)
+        self._channels[channel.id] = channel
+        if self.session_id is not None:
+            self._emit("CHANNEL_CREATE", self._channel_payload(channel))
+        return channel
+
+    def add_text_channel(self, guild: Guild, name: str) -> Channel:
+        return self._add_channel(guild, name, TEXT_CHANNEL, [])
+
+    def add_forum_channel(self, guild: Guild, name: str, tags: tuple[str, ...] | list[str] = ()) -> Channel:
+        tag_objs = [
+            {
+                "id": str(self._snowflake()),
+                "name": tag,
+                "moderated": False,
+                "emoji_id": None,
+                "emoji_name": None,
+            }
+            for tag in tags
+        ]
+        return self._add_channel(guild, name, FORUM_CHANNEL, tag_objs)
+
+    def add_member(self, guild: Guild, name: str, *, permissions: int) -> Member:
+        member = Member(self._snowflake(), name, guild.id, permissions, self._snowflake())
+        guild.members.append(member)
+        self._members[member.id] = member
+        if self.session_id is not None:
+            self._emit("GUILD_ROLE_CREATE", {"guild_id": str(guild.id), "role": self._role_payload(member)})
+            self._emit(
+                "GUILD_MEMBER_ADD",
+                {**member.member_payload(), "guild_id": str(guild.id)},
+                INTENT_GUILD_MEMBERS,
+            )
+        return member
+
+    def set_bot_permissions(self, channel: Channel, permissions: int) -> None:
+        """The bot's effective permissions in `channel` (as `app_permissions` and in its overwrites)."""
+        channel.bot_permissions = permissions
+        if self.session_id is not None:
+            self._emit("CHANNEL_UPDATE", self._channel_payload(channel))
+
+    def delete_channel(self, channel: Channel) -> None:
+        channel.deleted = True
+        if self.session_id is not None:
+            self._emit("CHANNEL_DELETE", self._channel_payload(channel))
+
+    def tag_id(self, forum: Channel, name: str) -> int:
+        return next(int(t["id"]) for t in forum.tags if t["name"] == name)
