@@ -6,6 +6,7 @@ import asyncio
 import gc
 import logging
 import signal
+from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from typing import Any
 
@@ -23,6 +24,7 @@ from bot.errors import ConfigError, Unreachable
 from bot.interaction_errors import on_app_command_error
 from bot.scheduler import Scheduler
 from bot.services import Services
+from bot.topics.catalog import CatalogTopic
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +41,16 @@ def point_discord_at(settings: Settings) -> None:
 
 class PaperBot(commands.Bot):
     def __init__(
-        self, settings: Settings, *, clock: Clock | None = None, schedule: bool = True, **client_options: Any
+        self,
+        settings: Settings,
+        *,
+        clock: Clock | None = None,
+        schedule: bool = True,
+        extra_topics: Sequence[CatalogTopic] = (),
+        **client_options: Any,
     ) -> None:
+        # paperwatch never joins a voice channel: discord.py's warnings about voice libraries are noise.
+        discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False
         super().__init__(
             command_prefix=commands.when_mentioned,  # slash commands only; no message content intent
             intents=discord.Intents.default(),
@@ -51,6 +61,7 @@ class PaperBot(commands.Bot):
         self.settings = settings
         self.clock = clock
         self.schedule = schedule
+        self.extra_topics = extra_topics  # join the catalog (the demo's topic)
         self._resources = AsyncExitStack()
         self._ctx: AppContext | None = None
         self._worker: DeliveryWorker | None = None
@@ -77,7 +88,9 @@ class PaperBot(commands.Bot):
     async def setup_hook(self) -> None:
         self.logged_in = True
         log.info("database %s", self.settings.database_path)
-        self._ctx = await self._resources.enter_async_context(open_context(self.settings, self.clock))
+        self._ctx = await self._resources.enter_async_context(
+            open_context(self.settings, self.clock, extra_topics=self.extra_topics)
+        )
         poster = DiscordPoster(self, abstract_chars=self.settings.abstract_chars)
         self._worker = self.ctx.delivery_worker(poster, per_channel=self.settings.posts_per_channel_per_cycle)
         self.tree.error(on_app_command_error)

@@ -1,8 +1,9 @@
-"""`python -m bot demo`: the real pipeline (backfill, store, match, momentum, outbox, cards) against a loopback
-arXiv serving a small corpus of real papers, with the terminal as the channel. No token, no internet.
+"""`python -m bot demo`: the real bot (backfill, store, match, momentum, /follow, outbox, cards through
+discord.py) against a loopback arXiv serving a small corpus of real papers and a loopback Discord whose
+channel the terminal shows. No token, no internet.
 
-`corpus` holds the papers and moves their dates; `server` is the loopback arXiv. The command itself lives
-with the other commands, in bot/cli/demo.py.
+`corpus` holds the papers and moves their dates; the loopback servers are bot/loopback/. The command itself
+lives with the other commands, in bot/cli/demo.py.
 """
 
 from __future__ import annotations
@@ -50,8 +51,11 @@ def never_proxy_loopback() -> None:
         os.environ[name] = ",".join([*hosts, "127.0.0.1"])
 
 
-def demo_settings(database: Path, arxiv_url: str) -> Settings:
+def demo_settings(database: Path, arxiv_url: str, **discord: str) -> Settings:
+    """The demo's settings: its database and loopback arXiv, and `discord` (token, API base and gateway URL of
+    the loopback Discord); nothing from the environment or a .env file."""
     values: dict[str, Any] = {
+        **discord,
         "database_path": database,
         "arxiv_api_url": arxiv_url,
         "arxiv_min_interval_seconds": 0,  # arXiv's etiquette is for arXiv; this one is ours, on loopback

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +12,7 @@ from bot.clock import Clock
 from bot.config import Settings
 from bot.loopback.arxiv import LoopbackArxiv
 from bot.loopback.discord import LoopbackDiscord, running_client
+from bot.topics.catalog import CatalogTopic
 
 
 def loopback_settings(
@@ -44,10 +45,26 @@ async def running_paperbot(
 ) -> AsyncIterator[PaperBot]:
     """A logged-in PaperBot with its commands synced. Without `schedule`, tests drive polls and deliveries
     themselves (`bot.ctx.ingestor().poll_once()`, `bot.worker.deliver_once()`), so nothing runs on a timer."""
+    settled = loopback_settings(folder, discord, arxiv, **settings)
+    async with running_bot(settled, discord, clock=clock, schedule=schedule) as bot:
+        yield bot
+
+
+@contextlib.asynccontextmanager
+async def running_bot(
+    settings: Settings,
+    discord: LoopbackDiscord,
+    *,
+    clock: Clock | None = None,
+    schedule: bool = False,
+    extra_topics: Sequence[CatalogTopic] = (),
+) -> AsyncIterator[PaperBot]:
+    """A logged-in PaperBot on these settings, talking to `discord` (whatever its settings name)."""
     bot = PaperBot(
-        loopback_settings(folder, discord, arxiv, **settings),
+        settings,
         clock=clock,
         schedule=schedule,
+        extra_topics=extra_topics,
         guild_ready_timeout=0.1,  # the fake sends every guild at once; no need to wait 2 s for stragglers
     )
     async with running_client(discord, bot):

@@ -60,12 +60,15 @@ async def test_demo_runs_the_pipeline_from_backfill_to_cards(tmp_path: Path) -> 
     )
     assert len(re.findall(r"^  Week of \w{3} \d+ +\d+", out, re.M)) == 12
     assert (tmp_path / "chart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    # 3. the first poll is history; the announced papers arrive as cards, the matching ones only
+    # 4. the first poll is history; the announced papers arrive as cards, the matching ones only
     assert f"arXiv announces {len(held_papers)} new papers" in out
     cards = out.split("the next poll finds them:", 1)[1]
     for paper in held_papers:
         assert (paper.abs_url in cards) == (paper in held_matches), paper.arxiv_id
     assert all(paper.title in cards for paper in held_matches)
-    assert f"{len(held_matches)} new for ML for Software Testing, shown above as cards" in out
+    assert f"{len(held_matches)} new for ML for Software Testing, posted by discord.py to #papers" in out
+    # 3. /follow went through the loopback Discord, and the bot's answer is shown
+    follow = out.split("3. /follow ML for Software Testing", 1)[1].split("4. New papers", 1)[0]
+    assert "papers in the last four weeks" in follow
     # nothing left behind but the chart: the demo's database was temporary, the operator's untouched
     assert names_in(tmp_path) == [".env", "chart.png"]
