@@ -224,3 +224,23 @@ def test_the_packaged_catalog_keeps_its_figures_on_the_development_set() -> None
     assert len(children) >= 8
     for child in children:
         assert (child.recall or 0) >= 0.90 and (child.precision or 0) >= 0.80, render_errors([child])
+
+
+# The topics reviewed in issue 8: each has hand-labelled near misses, so its precision is measured.
+REVIEWED = (
+    "tool-use", "llm-reasoning", "test-time-scaling", "rag", "long-context", "hallucination",
+    "mechanistic-interpretability", "llm-safety", "diffusion-models", "robot-learning", "ai-for-science",
+    "recommender-systems",
+)  # fmt: skip
+# LLM Safety is the known weak one (bot/topics/labels/README.md): its misses name no safety word the query knows.
+RECALL_FLOOR = {"llm-safety": 0.55}
+
+
+def test_the_reviewed_topics_have_near_misses_and_keep_their_figures() -> None:
+    catalog = load_catalog()
+    results = {r.topic.slug: r for r in evaluate(load_labels(DEFAULT_LABELS, catalog), catalog, REVIEWED)}
+    assert [slug for slug in REVIEWED if results[slug].positives < 2 or results[slug].negatives < 1] == []
+    for slug, result in results.items():
+        if result.positives >= 10 and result.negatives >= 5:
+            assert (result.recall or 0) >= RECALL_FLOOR.get(slug, 0.8), render_errors([result])
+            assert (result.precision or 0) >= 0.8, render_errors([result])
