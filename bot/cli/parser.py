@@ -160,6 +160,18 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"how many of the newest matches to list (0-{MAX_MATCH_LIMIT}, default 10)",
     )
 
+    ask = sub.add_parser(
+        "ask",
+        help="ask the stored papers: the abstracts' sentences that answer, each citing its paper",
+        description="An answer quoted from the abstracts of the stored papers most relevant to the question "
+        "(as /ask gives it), each sentence citing [n], then the numbered papers.",
+    )
+    ask.add_argument("question", help='in words, e.g. "how is reward hacking reduced in RLHF?"')
+    ask.add_argument("--topic", metavar="NAME", help="only papers of this catalog topic and its sub-topics")
+    ask.add_argument(
+        "--since", metavar="WHEN", help="only papers submitted since a day (YYYY-MM-DD) or a span (10d, 4w, 6m, 1y)"
+    )
+
     scorer = sub.add_parser(
         "scorer",
         help="the learned topic scorer: train it on the stored history now, or show each topic's status",

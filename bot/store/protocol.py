@@ -108,6 +108,23 @@ class SearchRepository(Protocol):
         `offset`-th on, at most `limit`. Each hit's snippet is an excerpt of the abstract with the matched words
         between HIGHLIGHT_START and HIGHLIGHT_END. Raises ValueError for a negative limit or offset."""
 
+    async def term_documents(self, stems: Sequence[str]) -> dict[str, int]:
+        """How many papers hold each indexed term, given as the index stores it (FTS5's Porter stem of a folded
+        word, `bot.topics.query.porter_stem`); terms no paper holds are left out. Fast on a million papers: the
+        question answerer asks it before ranking, to leave out words too common to rank by."""
+
+    async def in_window(
+        self,
+        *,
+        topic_id: int,
+        including: Sequence[int] = (),
+        start: datetime,
+        end: datetime,
+        limit: int,
+    ) -> list[Paper]:
+        """The topic's exact matches (and those of the topics `including` adds to it) first submitted (v1) in
+        [start, end), newest first, at most `limit`. Raises ValueError for a negative limit."""
+
 
 class AnnouncementRepository(Protocol):
     async def record(self, announcements: Sequence[Announcement], at: datetime) -> int:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from bot.models import HIGHLIGHT_END, HIGHLIGHT_START, SearchHit
+from bot.models import HIGHLIGHT_END, HIGHLIGHT_START, Paper, SearchHit
 from bot.store.database import Database
-from bot.store.papers import paper_filter, paper_from_row
+from bot.store.papers import paper_filter, paper_from_row, to_ts
 
 # bm25 weights per column (title, abstract, authors): a hit in the title says most about a paper.
 _BM25 = "bm25(papers_fts, 4.0, 1.0, 2.0)"
@@ -51,3 +51,33 @@ class SearchRepo:
                 (HIGHLIGHT_START, HIGHLIGHT_END, fts, *params, limit, offset),
             )
         return [SearchHit(paper_from_row(r), r["snip"]) for r in rows]
+
+    async def term_documents(self, stems: Sequence[str]) -> dict[str, int]:
+        """How many papers hold each indexed term (a Porter stem, as the index stores it); a term no paper holds
+        is left out. One index lookup per term (papers_fts_terms, migration 0013)."""
+        found: dict[str, int] = {}
+        for stem in dict.fromkeys(stems):
+            row = await self.db.fetchone("SELECT doc FROM papers_fts_terms WHERE term = ?", (stem,))
+            if row is not None:
+                found[stem] = int(row[0])
+        return found
+
+    async def in_window(
+        self,
+        *,
+        topic_id: int,
+        including: Sequence[int] = (),
+        start: datetime,
+        end: datetime,
+        limit: int,
+    ) -> list[Paper]:
+        """The topic's papers (with those of the topics `including` adds) first submitted in [start, end),
+        newest first, at most `limit`."""
+        if limit < 0:
+            raise ValueError(f"limit must not be negative (got {limit})")
+        where, params = paper_filter(topic_id=topic_id, including=including, since=start)
+        rows = await self.db.fetchall(
+            f"SELECT p.* FROM papers p WHERE p.published < ?{where} ORDER BY p.published DESC, p.pk DESC LIMIT ?",
+            (to_ts(end), *params, limit),
+        )
+        return [paper_from_row(r) for r in rows]
