@@ -30,6 +30,7 @@ _CATEGORY = re.compile(r"^[a-z\-]+(\.[A-Za-z\-]+)?$")
 MAX_HISTORY_DAYS = 3650  # how far back backfill reaches (BACKFILL_DAYS, `backfill --days`)
 MAX_STATS_WEEKS = MAX_HISTORY_DAYS // 7 + 1  # `stats --weeks`: the whole history a backfill can bring
 MAX_MATCH_LIMIT = 1000  # papers `match --limit` lists
+MAX_BRIEF_WEEKS = 12  # the period /brief and `brief --weeks` sum up
 
 ENV_FILE_VARIABLE = "PAPERWATCH_ENV_FILE"
 DEFAULT_DATABASE = Path("data/paperwatch.sqlite3")

@@ -10,8 +10,8 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.app import PaperBot
-from bot.render.answer import answer_markdown
-from bot.services.ask import MAX_QUESTION_LENGTH, check_question
+from bot.render.answer import answer_markdown, brief_markdown
+from bot.services.ask import MAX_BRIEF_WEEKS, MAX_QUESTION_LENGTH, check_brief_weeks, check_question
 from bot.services.topics import MAX_NAME_LENGTH
 from cogs.common import guild_id_of, resolve_topic, services, topic_autocomplete
 
@@ -50,6 +50,33 @@ class AskCog(commands.Cog):
         answer = await service.ask(asked, topic=row, since=since_at, guild_id=guild_id)
         await interaction.edit_original_response(
             content=answer_markdown(answer), allowed_mentions=discord.AllowedMentions.none()
+        )
+
+    @app_commands.command(
+        name="brief",
+        description="What moved in a topic: rising phrases, active authors, representative papers",
+    )
+    @app_commands.describe(
+        topic="The topic to sum up (with its sub-topics)",
+        weeks=f"The period, in weeks back from today (1-{MAX_BRIEF_WEEKS}, default 4), against twice as many before",
+    )
+    @app_commands.autocomplete(topic=topic_autocomplete)
+    @app_commands.guild_only()
+    async def brief(
+        self,
+        interaction: discord.Interaction,
+        topic: app_commands.Range[str, 1, MAX_NAME_LENGTH],
+        weeks: app_commands.Range[int, 1, MAX_BRIEF_WEEKS] = 4,
+    ) -> None:
+        service = services(interaction).ask
+        guild_id = guild_id_of(interaction)
+        check_brief_weeks(weeks)
+        row = await resolve_topic(interaction, topic)
+        service.admit(guild_id, interaction.user.id)
+        await interaction.response.defer(thinking=True)
+        brief = await service.brief(row, weeks, guild_id)
+        await interaction.edit_original_response(
+            content=brief_markdown(brief), allowed_mentions=discord.AllowedMentions.none()
         )
 
 

@@ -6,8 +6,8 @@ from bot.cli.common import catalog_topic, require_database
 from bot.clock import Clock
 from bot.config import Settings
 from bot.context import open_context
-from bot.render.answer import answer_text
-from bot.services.ask import check_question
+from bot.render.answer import answer_text, brief_text
+from bot.services.ask import check_brief_weeks, check_question
 
 
 async def cmd_ask(
@@ -21,4 +21,14 @@ async def cmd_ask(
         row = await catalog_topic(ctx.services, topic) if topic is not None else None
         answer = await service.ask(asked, topic=row, since=since_at)
     print(answer_text(answer))
+    return 0
+
+
+async def cmd_brief(settings: Settings, topic: str, weeks: int, clock: Clock | None) -> int:
+    check_brief_weeks(weeks)
+    require_database(settings)
+    async with open_context(settings, clock) as ctx:
+        row = await catalog_topic(ctx.services, topic)
+        brief = await ctx.services.ask.brief(row, weeks)
+    print(brief_text(brief))
     return 0

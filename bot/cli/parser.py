@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from bot.config import (
+    MAX_BRIEF_WEEKS,
     MAX_HISTORY_DAYS,
     MAX_MATCH_LIMIT,
     MAX_STATS_WEEKS,
@@ -170,6 +171,18 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--topic", metavar="NAME", help="only papers of this catalog topic and its sub-topics")
     ask.add_argument(
         "--since", metavar="WHEN", help="only papers submitted since a day (YYYY-MM-DD) or a span (10d, 4w, 6m, 1y)"
+    )
+
+    brief = sub.add_parser(
+        "brief",
+        help="what moved in a topic: rising phrases, active authors, the papers that represent the period",
+    )
+    brief.add_argument("topic", help='a catalog topic\'s name or slug, e.g. "RL Post-Training"')
+    brief.add_argument(
+        "--weeks",
+        type=whole_number(1, MAX_BRIEF_WEEKS),
+        default=4,
+        help=f"the period in weeks back from today (1-{MAX_BRIEF_WEEKS}, default 4), against twice as many before",
     )
 
     scorer = sub.add_parser(

@@ -106,4 +106,77 @@ def _paper_text(n: int, paper: Paper, width: int) -> str:
     return f"[{n}] {title}\n    {authors} · {paper.published.date().isoformat()} · {paper.abs_url}"
 
 
-__all__ = ["Brief", "answer_markdown", "answer_text"]
+BRIEF_NOTE = "Extractive: counted and quoted from the stored papers' titles and abstracts."
+NO_INSTITUTIONS = "none given (arXiv lists affiliations for few papers)"
+
+
+def _period(brief: Brief) -> str:
+    weeks = "week" if brief.weeks == 1 else f"{brief.weeks} weeks"
+    return f"last {weeks} ({brief.start.date().isoformat()} to {brief.end.date().isoformat()})"
+
+
+def _weeks_before(brief: Brief) -> int:
+    return round((brief.start - brief.before).days / 7)
+
+
+def _count(n: int, sampled: bool) -> str:
+    return f"{n}+" if sampled else str(n)
+
+
+def _rising(brief: Brief, quote: str, end: str) -> str:
+    return ", ".join(f"{quote}{r.phrase}{end} ({r.now}, was {r.before})" for r in brief.rising)
+
+
+def _people(pairs: Sequence[tuple[str, int]]) -> str:
+    return ", ".join(f"{name} ({n})" for name, n in pairs)
+
+
+def brief_markdown(brief: Brief) -> str:
+    """/brief as one message: the model's overview (if any), then the counts, phrases, people and papers."""
+    name = safe_name(brief.topic, 100)
+    head = (
+        f"**Brief: {name}**, {_period(brief)}: {_count(brief.papers_now, brief.sampled)} papers "
+        f"({_count(brief.papers_before, brief.sampled)} in the {_weeks_before(brief)} weeks before)"
+    )
+    if not brief.papers_now:
+        return f"{head}\nNo paper of this topic was submitted in that period: try more weeks."
+    lines: list[str] = []
+    if brief.rising:
+        lines.append("**Rising**: " + inert_markdown(clip(_rising(brief, "“", "”"), 600)))
+    if brief.authors:
+        lines.append("**Most active authors**: " + inert_markdown(clip(_people(brief.authors), 400)))
+    institutions = _people(brief.institutions) if brief.institutions else NO_INSTITUTIONS
+    lines.append("**Institutions**: " + inert_markdown(clip(institutions, 300)))
+    lines.append("**Papers that represent the period**")
+    lines += _sources(brief.representative)
+    notes = [f"-# {MODEL_NOTE if brief.overview else BRIEF_NOTE}"]
+    if brief.note:
+        notes.append(f"-# {inert_markdown(clean(brief.note))}")
+    return _fit(head, brief.overview, [*lines, *notes], prefix="")
+
+
+def brief_text(brief: Brief, width: int = 100) -> str:
+    """/brief for a terminal."""
+    lines = [
+        f"{clean(brief.topic)}, {_period(brief)}: {_count(brief.papers_now, brief.sampled)} papers "
+        f"({_count(brief.papers_before, brief.sampled)} in the {_weeks_before(brief)} weeks before)"
+    ]
+    if not brief.papers_now:
+        return lines[0] + "\nNo paper of this topic was submitted in that period: try more weeks."
+    for cited in brief.overview:
+        lines.append(
+            "  " + readable_text(cited.text, 2 * STATEMENT_CHARS)[:STATEMENT_CHARS] + _cites(cited.sources)
+        )
+    lines.append("Rising: " + clean(_rising(brief, '"', '"') or "nothing stands out"))
+    lines.append("Most active authors: " + clean(_people(brief.authors)))
+    lines.append(
+        "Institutions: " + clean(_people(brief.institutions) if brief.institutions else NO_INSTITUTIONS)
+    )
+    lines.append("Papers that represent the period:")
+    lines += [_paper_text(n, p, width) for n, p in enumerate(brief.representative, start=1)]
+    if brief.note:
+        lines.append(clean(brief.note))
+    return "\n".join(lines)
+
+
+__all__ = ["answer_markdown", "answer_text", "brief_markdown", "brief_text"]

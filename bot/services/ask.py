@@ -5,19 +5,29 @@ per-server rate limits are checked by the front end that has members (the cog) t
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from bot.answers import Answer, Cited
+from bot.answers import Answer, Brief, Cited, Rising
 from bot.ask.limits import RateLimiter
 from bot.ask.question import MAX_QUESTION_LENGTH, check_question, content_words, parse_since
 from bot.ask.retrieval import retrieve
 from bot.ask.sentences import pick_sentences
+from bot.ask.trends import active_authors, active_institutions, representative, rising_phrases
 from bot.clock import Clock
+from bot.config import MAX_BRIEF_WEEKS
+from bot.errors import PaperwatchError
 from bot.models import CATALOG_GUILD, Paper, TopicRow
 from bot.store import Store
 from bot.topics.index import TopicIndex
 
 CLOSEST = 3  # papers listed when no sentence answers
+BEFORE_FACTOR = 2  # the weeks before a brief's period: twice as many, so a phrase's "before" is not noise
+BRIEF_SAMPLE = 600  # newest papers read per window: bounds the work on a topic of thousands a month
+
+
+def check_brief_weeks(weeks: int) -> None:
+    if not 1 <= weeks <= MAX_BRIEF_WEEKS:
+        raise PaperwatchError(f"weeks is the period to sum up: a whole number from 1 to {MAX_BRIEF_WEEKS}.")
 
 
 class AskService:
@@ -58,6 +68,38 @@ class AskService:
         )
         return extractive_answer(question, retrieved.papers, topic, since)
 
+    async def brief(self, topic: TopicRow, weeks: int = 4, guild_id: int = CATALOG_GUILD) -> Brief:
+        """What moved in a topic (as server `guild_id` sees it, with its sub-topics) in the last `weeks`
+        weeks: rising phrases against the weeks before, the most active authors and institutions, and the
+        papers that represent the period. Reads at most BRIEF_SAMPLE papers of each window, the newest."""
+        check_brief_weeks(weeks)
+        end = self.clock.now()
+        start = end - timedelta(weeks=weeks)
+        before = start - timedelta(weeks=weeks * BEFORE_FACTOR)
+        including = self.index.within(topic.id, guild_id)
+
+        async def window(lo: datetime, hi: datetime) -> list[Paper]:
+            return await self.store.search.in_window(
+                topic_id=topic.id, including=including, start=lo, end=hi, limit=BRIEF_SAMPLE
+            )
+
+        now_papers, before_papers = await window(start, end), await window(before, start)
+        rising: list[Rising] = rising_phrases(now_papers, before_papers)
+        return Brief(
+            topic=topic.name,
+            weeks=weeks,
+            start=start,
+            end=end,
+            before=before,
+            papers_now=len(now_papers),
+            papers_before=len(before_papers),
+            rising=tuple(rising),
+            authors=tuple(active_authors(now_papers)),
+            institutions=tuple(active_institutions(now_papers)),
+            representative=tuple(representative(now_papers)),
+            sampled=BRIEF_SAMPLE in (len(now_papers), len(before_papers)),
+        )
+
 
 def extractive_answer(
     question: str, papers: list[Paper], topic: TopicRow | None, since: datetime | None
@@ -79,4 +121,11 @@ def extractive_answer(
     )
 
 
-__all__ = ["MAX_QUESTION_LENGTH", "AskService", "check_question", "extractive_answer"]
+__all__ = [
+    "MAX_BRIEF_WEEKS",
+    "MAX_QUESTION_LENGTH",
+    "AskService",
+    "check_brief_weeks",
+    "check_question",
+    "extractive_answer",
+]

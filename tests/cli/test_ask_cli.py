@@ -40,3 +40,34 @@ async def test_ask_prints_cited_sentences_and_the_numbered_papers(tmp_path: Path
     assert code == 2 and "no catalog topic named 'No Such Topic'" in err
     code, out, err = await run_cli("ask", "GRPO", "--since", "soon", env=env, cwd=tmp_path)
     assert code == 2 and "YYYY-MM-DD" in err
+
+
+async def test_brief_prints_what_moved_in_a_catalog_topic(tmp_path: Path) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    db = tmp_path / "db.sqlite3"
+    now = datetime.now(UTC)
+    papers = [
+        make_paper(
+            10 + i,
+            title=f"GRPO post-training with verifiable rewards for math reasoning {i}",
+            abstract="We post-train language models with GRPO and a process reward model on math problems.",
+            published=now - timedelta(days=2 + i),
+        )
+        for i in range(3)
+    ]
+    store = await open_store(db)
+    await store.papers.upsert(papers, seen_at=now)
+    await store.close()
+    env = {"DATABASE_PATH": str(db)}
+    code, out, err = await run_cli("brief", "RL Post-Training", "--weeks", "2", env=env, cwd=tmp_path)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].startswith("RL Post-Training, last 2 weeks (") and lines[0].endswith(
+        ": 3 papers (0 in the 4 weeks before)"
+    )
+    assert '"process reward model" (3, was 0)' in out
+    assert "Institutions: University of London (3)" in out
+    assert f"https://arxiv.org/abs/{papers[0].arxiv_id}" in out
+    code, _, err = await run_cli("brief", "RL Post-Training", "--weeks", "13", env=env, cwd=tmp_path)
+    assert code == 2 and "1 to 12" in err

@@ -4,11 +4,13 @@ its citations, hostile abstracts made inert, and the refusals a member gets priv
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import timedelta
 
 import pytest
 import pytest_asyncio
 
 from bot.clock import FakeClock
+from bot.models import Author
 from bot.render import CONTENT_LIMIT
 from tests.cogs.world import Env, Server, answer, module_loop, store_as_polled
 from tests.factories import make_paper
@@ -127,3 +129,42 @@ async def test_ask_says_so_when_no_stored_paper_is_about_the_question(server: Se
         "content"
     ]
     assert "No stored paper is about that since" in text
+
+
+@module_loop
+async def test_brief_sums_up_a_topics_period_inertly(server: Server, env: Env) -> None:
+    now = clock_of(env).now()
+    rising = [
+        make_paper(
+            600 + i,
+            title=f"Numbat burrow census {i}",
+            abstract="A numbat burrow census with acoustic sensors. [Numbats](https://evil.example/n) @everyone",
+            authors=(Author("Eve <@123> Mallory", ("Perth Zoo",)), Author(f"Helper {i}")),
+            published=now - timedelta(days=1 + i),
+        )
+        for i in range(4)
+    ]
+    older = [
+        make_paper(
+            620 + i,
+            title=f"Numbat diet {i}",
+            abstract="Numbats eat termites.",
+            published=now - timedelta(days=35 + i),
+        )
+        for i in range(3)
+    ]
+    await store_as_polled(env.bot, [*rising, *older])
+    await env.bot.services.topics.save_custom(server.guild.id, "Numbat Watch", "ti:numbat")
+    interaction = await server.run("brief", topic="Numbat Watch", weeks=2)
+    text = (await answer(interaction))["content"]
+    assert interaction.callback_type == 5 and interaction.edits[-1]["allowed_mentions"] == {"parse": []}
+    assert text.startswith("**Brief: Numbat Watch**, last 2 weeks (")
+    assert text.splitlines()[0].endswith(": 4 papers (3 in the 4 weeks before)")
+    assert "“acoustic sensors” (4, was 0)" in text and "https" not in text.split("**Most")[0]
+    assert "Eve <@" not in text and "Eve \\<@" in text and "**Institutions**: Perth Zoo (4)" in text
+    assert "@everyone" not in text
+    assert all(link.startswith("https://arxiv.org/abs/") for link in live_links(text)), live_links(text)
+    assert "[1] [Numbat burrow census" in text and len(text) <= CONTENT_LIMIT
+
+    bad = await answer(await server.run("brief", topic="Numbat Watch", weeks=13))
+    assert bad["flags"] & EPHEMERAL

@@ -3,13 +3,15 @@ limits on the injected clock, and questions it must refuse."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 
 from bot.ask.limits import AskRateLimited
 from bot.ask.question import InvalidQuestion, InvalidSince
 from bot.clock import FakeClock
+from bot.errors import PaperwatchError
+from bot.models import Author, Paper
 from tests.factories import BASE_TIME, make_paper
 from tests.services.world import World
 
@@ -114,3 +116,59 @@ def test_rate_limits_per_member_and_per_server_follow_the_clock(world: World, cl
     ask.admit(2, 11)  # another server has its own allowance
     clock.advance(31)
     ask.admit(1, 10)  # the window has moved on
+
+
+# ---- /brief ------------------------------------------------------------------------------------------------
+
+
+def _brief_papers(now: datetime) -> list[Paper]:
+    rising = [
+        make_paper(
+            500 + i,
+            title=f"Draft tree verification for speculative decoding {i}",
+            abstract="Speculative decoding of language models with draft tree verification is fast.",
+            authors=(Author("Grace Hopper", ("Yale University",)), Author(f"Student {i}")),
+            published=now - timedelta(days=2 + i),
+        )
+        for i in range(5)
+    ]
+    steady = [
+        make_paper(
+            520 + i,
+            title=f"Speculative decoding baselines {i}",
+            abstract="Speculative decoding of language models with a small draft model.",
+            authors=(Author(f"Other {i}"),),
+            published=now - timedelta(days=40 + 3 * i),  # the eight weeks before the period
+        )
+        for i in range(6)
+    ]
+    early = make_paper(540, title="Speculative decoding from long ago", published=now - timedelta(days=200))
+    return [*rising, *steady, early]
+
+
+async def test_brief_finds_rising_phrases_active_authors_and_the_periods_papers(
+    world: World, clock: FakeClock
+) -> None:
+    papers = _brief_papers(clock.now())
+    await world.intake.store_papers(papers, announce=False)
+    topic, _ = await world.services.topics.save_custom(9, "Spec Decoding", "ti:speculative")
+    brief = await world.services.ask.brief(topic, 4, guild_id=9)
+    assert (brief.papers_now, brief.papers_before) == (5, 6)  # the early paper is in neither window
+    assert brief.before == brief.start - timedelta(weeks=8) and brief.end == clock.now()
+    assert brief.rising[0].phrase == "draft tree verification" and (
+        brief.rising[0].now,
+        brief.rising[0].before,
+    ) == (5, 0)
+    assert all(r.phrase != "speculative decoding" for r in brief.rising)  # as common before: not rising
+    assert brief.authors[0] == ("Grace Hopper", 5)
+    assert brief.institutions == (("Yale University", 5),)
+    assert len(brief.representative) == 3
+    assert {p.arxiv_id for p in brief.representative} <= {p.arxiv_id for p in papers[:5]}
+
+
+async def test_brief_of_a_quiet_topic_and_out_of_range_weeks(world: World) -> None:
+    topic, _ = await world.services.topics.save_custom(9, "Quiet", "ti:axolotl")
+    brief = await world.services.ask.brief(topic, 2, guild_id=9)
+    assert brief.papers_now == 0 and brief.rising == () and brief.representative == ()
+    with pytest.raises(PaperwatchError, match="from 1 to 12"):
+        await world.services.ask.brief(topic, 13, guild_id=9)
