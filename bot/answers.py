@@ -52,6 +52,6 @@ class Brief:
     authors: tuple[tuple[str, int], ...]  # most active first, with their papers in the period
     institutions: tuple[tuple[str, int], ...]  # from the affiliations arXiv gives; often none
     representative: tuple[Paper, ...]
-    sampled: bool = False  # a window had more papers than were read (its newest were)
+    sampled: bool = False  # a window had more papers than were read (a sample spread over it was)
     overview: tuple[Cited, ...] = field(default=())  # the model's overview, citing `representative`
     note: str | None = None

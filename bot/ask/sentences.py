@@ -13,9 +13,11 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 
 from bot.ask.question import stems
 from bot.models import Paper
+from bot.render.text import clip
 
 MAX_SENTENCES = 4
-MIN_CHARS, MAX_CHARS = 40, 600  # shorter says nothing alone; longer is a run-on the splitter missed
+MIN_CHARS, MAX_CHARS = 40, 600  # shorter says nothing alone; longer is a run-on, cut at a word
+ABSTRACT_CHARS = 5000  # read of an abstract (arXiv allows 1,920; a hostile feed may send megabytes)
 PAPER_WEIGHT = 0.4  # how much a sentence's paper as a whole counts against the sentence itself
 RANK_WEIGHT = 0.1  # and the paper's place in the full-text ranking
 
@@ -53,15 +55,15 @@ def pick_sentences(
     """The best sentences for the question, best first, at most `per_paper` from one paper; none that shares
     no word with the question."""
     units: list[tuple[int, str]] = [
-        (i, s)
+        (i, clip(s, MAX_CHARS))
         for i, paper in enumerate(papers)
-        for s in split_sentences(paper.abstract)
-        if MIN_CHARS <= len(s) <= MAX_CHARS
+        for s in split_sentences(paper.abstract[:ABSTRACT_CHARS])
+        if len(s) >= MIN_CHARS
     ]
     if not units or not stems(question):
         return []
     vectorizer = TfidfVectorizer(analyzer=stems, sublinear_tf=True)
-    documents = [f"{p.title}. {p.abstract}" for p in papers]
+    documents = [f"{p.title[:ABSTRACT_CHARS]}. {p.abstract[:ABSTRACT_CHARS]}" for p in papers]
     matrix = vectorizer.fit_transform([question, *documents, *(s for _, s in units)])
     asked = matrix[0]
     paper_scores = (matrix[1 : 1 + len(papers)] @ asked.T).toarray().ravel()

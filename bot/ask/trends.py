@@ -6,13 +6,16 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import compress
 
 import numpy as np
-from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
+from scipy.sparse import csr_matrix
+from sklearn.feature_extraction.text import TfidfTransformer
 
 from bot.answers import Rising
-from bot.ask.question import STOP_WORDS, stems
+from bot.ask.question import STOP_WORDS
 from bot.models import Paper
 from bot.topics.query import fold_words
 
@@ -28,48 +31,95 @@ def _text(paper: Paper) -> str:
 
 _URL = re.compile(r"\S+://\S*|www\.\S+")
 _CLAUSE = re.compile(r"[.;:!?,()\[\]{}\"]")
-LONGER_BONUS = 0.1  # of two phrases as frequent, the longer says more ("draft tree verification")
+LONGER_BONUS = (
+    0.1  # per content word: of two phrases as frequent, the longer says more ("draft tree verification")
+)
 
 
-def phrases(text: str) -> Iterator[str]:
-    """Runs of one to three words within a clause, neither starting nor ending with a stop word or a number:
-    "reward models" and "learning from human feedback", never "models with" or a phrase across a full stop."""
+def phrases(text: str) -> set[str]:
+    """The runs of one to three words within a clause, neither starting nor ending with a stop word or a
+    number, each once: "reward models" and "learning from human feedback", never "models with" or a phrase
+    across a full stop. Only runs that pass are built (this runs over every word of hundreds of abstracts)."""
+    found: set[str] = set()
     for clause in _CLAUSE.split(_URL.sub(".", text)):  # a link's parts are no phrase
         words = fold_words(clause)
         plain = [len(w) > 1 and not w.isdigit() for w in words]
-        for n in (1, 2, 3):
-            for i in range(len(words) - n + 1):
-                gram = words[i : i + n]
-                if gram[0] in STOP_WORDS or gram[-1] in STOP_WORDS or not all(plain[i : i + n]):
-                    continue
-                yield " ".join(gram)
+        edge = [ok and w not in STOP_WORDS for w, ok in zip(words, plain, strict=True)]
+        found.update(compress(words, edge))
+        found.update(
+            f"{a} {b}" for a, b, ea, eb in zip(words, words[1:], edge, edge[1:], strict=False) if ea and eb
+        )
+        found.update(
+            f"{a} {b} {c}"
+            for a, b, c, ea, pb, ec in zip(
+                words, words[1:], words[2:], edge, plain[1:], edge[2:], strict=False
+            )
+            if ea and pb and ec
+        )
+    return found
 
 
-def rising_phrases(now: Sequence[Paper], before: Sequence[Paper], most: int = MOST_PHRASES) -> list[Rising]:
-    """Phrases of one to three words held by more of the period's papers than of the earlier ones, by how
-    much more (smoothed, so a phrase new in two papers does not outrank one that tripled in twenty)."""
-    if len(now) < 2:
+@dataclass(frozen=True)
+class PhraseTable:
+    """The phrases held by at least two of the period's papers: which of those papers hold each, and how many
+    papers of the period and of the weeks before do."""
+
+    names: list[str]
+    matrix: csr_matrix  # binary, the period's papers x names
+    in_now: np.ndarray
+    in_before: np.ndarray
+    papers_now: int
+    papers_before: int
+
+
+def phrase_table(now: Sequence[Paper], before: Sequence[Paper]) -> PhraseTable:
+    """Phrases counted once per paper. By hand rather than with CountVectorizer, whose vocabulary of every
+    phrase of every paper took three times as long on 800 abstracts (bench/bench_ask.py)."""
+    held_now = [phrases(_text(p)) for p in now]
+    in_now: Counter[str] = Counter()
+    for held in held_now:
+        in_now.update(held)
+    names = [phrase for phrase, n in in_now.items() if n >= 2]  # one paper is no trend
+    column = {phrase: k for k, phrase in enumerate(names)}
+    candidates = frozenset(names)
+    in_before: Counter[str] = Counter()
+    for paper in before:  # only the candidates are counted: the rest of the earlier phrases cannot rise
+        in_before.update(phrases(_text(paper)) & candidates)
+    rows, cols = [], []
+    for row, held in enumerate(held_now):
+        for phrase in held:
+            k = column.get(phrase)
+            if k is not None:
+                rows.append(row)
+                cols.append(k)
+    matrix = csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(now), len(names)))
+    return PhraseTable(
+        names,
+        matrix,
+        np.array([in_now[n] for n in names], dtype=float),
+        np.array([in_before[n] for n in names], dtype=float),
+        len(now),
+        len(before),
+    )
+
+
+def rising_phrases(table: PhraseTable, most: int = MOST_PHRASES) -> list[Rising]:
+    """Phrases held by more of the period's papers than of the earlier ones, by how much more (smoothed, so a
+    phrase new in two papers does not outrank one that tripled in twenty)."""
+    if not table.names:
         return []
-    vectorizer = CountVectorizer(analyzer=phrases, binary=True, min_df=2)
-    try:
-        counts = vectorizer.fit_transform([_text(p) for p in [*now, *before]])
-    except ValueError:  # no phrase in two papers
-        return []
-    in_now = np.asarray(counts[: len(now)].sum(axis=0)).ravel()
-    in_before = np.asarray(counts[len(now) :].sum(axis=0)).ravel()
-    share_now = (in_now + 0.5) / (len(now) + 1)
-    share_before = (in_before + 0.5) / (len(before) + 1)
-    names = vectorizer.get_feature_names_out()
-    lengths = np.array([name.count(" ") for name in names])
-    score = np.log(share_now / share_before) * np.sqrt(in_now) * (1 + LONGER_BONUS * lengths)
+    share_now = (table.in_now + 0.5) / (table.papers_now + 1)
+    share_before = (table.in_before + 0.5) / (table.papers_before + 1)
+    lengths = np.array([sum(w not in STOP_WORDS for w in name.split()) - 1 for name in table.names])
+    score = np.log(share_now / share_before) * np.sqrt(table.in_now) * (1 + LONGER_BONUS * lengths)
     chosen: list[Rising] = []
     for k in np.argsort(-score, kind="stable"):
-        if score[k] <= 0 or in_now[k] < 2:
+        if score[k] <= 0:
             break
-        phrase = str(names[k])
+        phrase = table.names[k]
         if any(_overlaps(phrase, r.phrase) for r in chosen):
             continue
-        chosen.append(Rising(phrase, int(in_now[k]), int(in_before[k])))
+        chosen.append(Rising(phrase, int(table.in_now[k]), int(table.in_before[k])))
         if len(chosen) == most:
             break
     return chosen
@@ -107,14 +157,12 @@ def active_institutions(papers: Sequence[Paper], most: int = MOST_AUTHORS) -> li
     return counts.most_common(most)
 
 
-def representative(papers: Sequence[Paper], most: int = REPRESENTATIVE) -> list[Paper]:
-    """The papers closest to the period's centre (the mean of their TF-IDF vectors): what it was mostly about."""
-    if len(papers) <= most:
-        return list(papers)
-    try:
-        matrix = TfidfVectorizer(analyzer=stems, sublinear_tf=True).fit_transform([_text(p) for p in papers])
-    except ValueError:  # no words at all
+def representative(papers: Sequence[Paper], table: PhraseTable, most: int = REPRESENTATIVE) -> list[Paper]:
+    """The period's papers closest to its centre (the mean of their TF-IDF vectors over the phrase table):
+    what it was mostly about."""
+    if len(papers) <= most or not table.names:
         return list(papers[:most])
-    centre = np.asarray(matrix.mean(axis=0)).ravel()
-    closeness = matrix @ centre / max(math.sqrt(float(centre @ centre)), 1e-12)
+    weighted = TfidfTransformer(sublinear_tf=True).fit_transform(table.matrix)
+    centre = np.asarray(weighted.mean(axis=0)).ravel()
+    closeness = weighted @ centre / max(math.sqrt(float(centre @ centre)), 1e-12)
     return [papers[k] for k in np.argsort(-closeness, kind="stable")[:most]]

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from bot.answers import Answer, Brief, Cited, Rising
+from bot.answers import Answer, Brief, Cited
 from bot.ask.limits import RateLimiter
 from bot.ask.question import MAX_QUESTION_LENGTH, check_question, content_words, parse_since
 from bot.ask.retrieval import retrieve
 from bot.ask.sentences import pick_sentences
-from bot.ask.trends import active_authors, active_institutions, representative, rising_phrases
+from bot.ask.trends import active_authors, active_institutions, phrase_table, representative, rising_phrases
 from bot.clock import Clock
 from bot.config import MAX_BRIEF_WEEKS
 from bot.errors import PaperwatchError
@@ -22,7 +22,7 @@ from bot.topics.index import TopicIndex
 
 CLOSEST = 3  # papers listed when no sentence answers
 BEFORE_FACTOR = 2  # the weeks before a brief's period: twice as many, so a phrase's "before" is not noise
-BRIEF_SAMPLE = 600  # newest papers read per window: bounds the work on a topic of thousands a month
+BRIEF_SAMPLE = 300  # papers read per window, spread over it: bounds the work on a topic of thousands a month
 
 
 def check_brief_weeks(weeks: int) -> None:
@@ -71,7 +71,7 @@ class AskService:
     async def brief(self, topic: TopicRow, weeks: int = 4, guild_id: int = CATALOG_GUILD) -> Brief:
         """What moved in a topic (as server `guild_id` sees it, with its sub-topics) in the last `weeks`
         weeks: rising phrases against the weeks before, the most active authors and institutions, and the
-        papers that represent the period. Reads at most BRIEF_SAMPLE papers of each window, the newest."""
+        papers that represent the period. Reads a sample of BRIEF_SAMPLE papers of a busier window."""
         check_brief_weeks(weeks)
         end = self.clock.now()
         start = end - timedelta(weeks=weeks)
@@ -84,7 +84,7 @@ class AskService:
             )
 
         now_papers, before_papers = await window(start, end), await window(before, start)
-        rising: list[Rising] = rising_phrases(now_papers, before_papers)
+        table = phrase_table(now_papers, before_papers)
         return Brief(
             topic=topic.name,
             weeks=weeks,
@@ -93,10 +93,10 @@ class AskService:
             before=before,
             papers_now=len(now_papers),
             papers_before=len(before_papers),
-            rising=tuple(rising),
+            rising=tuple(rising_phrases(table)),
             authors=tuple(active_authors(now_papers)),
             institutions=tuple(active_institutions(now_papers)),
-            representative=tuple(representative(now_papers)),
+            representative=tuple(representative(now_papers, table)),
             sampled=BRIEF_SAMPLE in (len(now_papers), len(before_papers)),
         )
 

@@ -123,7 +123,8 @@ class SearchRepository(Protocol):
         limit: int,
     ) -> list[Paper]:
         """The topic's exact matches (and those of the topics `including` adds to it) first submitted (v1) in
-        [start, end), newest first, at most `limit`. Raises ValueError for a negative limit."""
+        [start, end): all of them, or a sample of `limit` spread over the window (the same sample every time
+        while the window holds the same papers). Raises ValueError for a negative limit."""
 
 
 class AnnouncementRepository(Protocol):

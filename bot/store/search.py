@@ -71,13 +71,15 @@ class SearchRepo:
         end: datetime,
         limit: int,
     ) -> list[Paper]:
-        """The topic's papers (with those of the topics `including` adds) first submitted in [start, end),
-        newest first, at most `limit`."""
+        """The topic's papers (with those of the topics `including` adds) first submitted in [start, end): at
+        most `limit`, in a fixed pseudo-random order (a hash of the row), so that a sample of a busy window
+        spreads over all of it."""
         if limit < 0:
             raise ValueError(f"limit must not be negative (got {limit})")
         where, params = paper_filter(topic_id=topic_id, including=including, since=start)
         rows = await self.db.fetchall(
-            f"SELECT p.* FROM papers p WHERE p.published < ?{where} ORDER BY p.published DESC, p.pk DESC LIMIT ?",
+            f"SELECT p.* FROM papers p WHERE p.published < ?{where}"
+            " ORDER BY (p.pk * 2654435761) % 4294967296, p.pk LIMIT ?",
             (to_ts(end), *params, limit),
         )
         return [paper_from_row(r) for r in rows]
