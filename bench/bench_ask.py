@@ -42,7 +42,9 @@ def questions(count: int, seed: int = 5) -> list[str]:
     rng = random.Random(seed)
     asked = []
     for _ in range(count):
-        content = [words[rng.randrange(0, 50)]] + [words[rng.randrange(50, 5000)] for _ in range(rng.randint(2, 5))]
+        content = [words[rng.randrange(0, 50)]] + [
+            words[rng.randrange(50, 5000)] for _ in range(rng.randint(2, 5))
+        ]
         asked.append(f"What is known about {' '.join(content)}?")
     return asked
 
@@ -79,7 +81,9 @@ async def main() -> None:
     topics = TopicService(store, index, clock)
     words = Corpus(seed=11).words
     # As selective as a real topic (~1% of the papers): a topic of a few thousand papers a year.
-    text = f"({words[150]} AND {words[300]}) OR ({words[200]} AND {words[400]}) OR ti:\"{words[40]} {words[41]}\""
+    text = (
+        f'({words[150]} AND {words[300]}) OR ({words[200]} AND {words[400]}) OR ti:"{words[40]} {words[41]}"'
+    )
     row = await topics.find(GUILD, TOPIC)
     if row is None or row.query != text:
         row, matched = await topics.save_custom(GUILD, TOPIC, text)
@@ -90,7 +94,9 @@ async def main() -> None:
     asked = questions(args.runs)
     await ask.ask(asked[0])  # warm the page cache as a running bot's would be
     plain = await timed([lambda q=q: ask.ask(q) for q in asked])
-    in_topic = await timed([lambda q=q: ask.ask(q, topic=row, guild_id=GUILD) for q in questions(args.runs, seed=7)])
+    in_topic = await timed(
+        [lambda q=q: ask.ask(q, topic=row, guild_id=GUILD) for q in questions(args.runs, seed=7)]
+    )
     briefs = await timed([lambda: ask.brief(row, 4, guild_id=GUILD) for _ in range(max(10, args.runs // 3))])
     queries = [parse_query(q) for q in searches(args.runs)]
     search = await timed([lambda q=q: history.search(q) for q in queries])
@@ -99,7 +105,9 @@ async def main() -> None:
     await store.close()
 
     print(f"\nHistory: {args.papers:,} papers; topic `{TOPIC}` holds {matched:,}.")
-    print(f"Sample /ask: {sample.question!r} -> {len(sample.statements)} sentences from {sample.retrieved} papers")
+    print(
+        f"Sample /ask: {sample.question!r} -> {len(sample.statements)} sentences from {sample.retrieved} papers"
+    )
     print(f"Sample /brief: {brief.papers_now} papers in 4 weeks, {len(brief.rising)} rising phrases\n")
     print("| command (extractive) | calls | p50 ms | p95 ms |")
     print("|---|---:|---:|---:|")

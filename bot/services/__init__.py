@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
+from bot.ask.llm import ChatModel
 from bot.clock import Clock
 from bot.config import Settings
 from bot.intake import Intake
@@ -56,6 +57,7 @@ class Services:
         settings: Settings,
         limits: TopicLimits | None = None,
         scorer: LearnedScorer | None = None,
+        model: ChatModel | None = None,
     ) -> Services:
         limits = limits or TopicLimits()
         topics = TopicService(store, index, clock, limits, scorer)
@@ -65,5 +67,5 @@ class Services:
             history=HistoryService(store, index, arxiv, intake, limits),
             momentum=MomentumService(store, index, clock, settings.arxiv_categories),
             status=StatusService(store, clock, timedelta(minutes=settings.poll_interval_minutes)),
-            ask=AskService(store, index, clock),
+            ask=AskService(store, index, clock, model=model),  # model: LLM_BASE_URL's, if set
         )

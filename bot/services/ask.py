@@ -5,10 +5,13 @@ per-server rate limits are checked by the front end that has members (the cog) t
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from bot.answers import Answer, Brief, Cited
+from bot.ask.grounding import ANSWER_SYSTEM, OVERVIEW_SYSTEM, answer_prompt, cited_statements, overview_prompt
 from bot.ask.limits import RateLimiter
+from bot.ask.llm import ChatModel, ModelUnavailable
 from bot.ask.question import MAX_QUESTION_LENGTH, check_question, content_words, parse_since
 from bot.ask.retrieval import retrieve
 from bot.ask.sentences import pick_sentences
@@ -30,14 +33,24 @@ def check_brief_weeks(weeks: int) -> None:
         raise PaperwatchError(f"weeks is the period to sum up: a whole number from 1 to {MAX_BRIEF_WEEKS}.")
 
 
+MODEL_SOURCES = 8  # retrieved papers the model reads
+INSTEAD = "these sentences are quoted from the abstracts instead."
+
+
 class AskService:
     def __init__(
-        self, store: Store, index: TopicIndex, clock: Clock, limiter: RateLimiter | None = None
+        self,
+        store: Store,
+        index: TopicIndex,
+        clock: Clock,
+        limiter: RateLimiter | None = None,
+        model: ChatModel | None = None,
     ) -> None:
         self.store = store
         self.index = index
         self.clock = clock
         self.limiter = limiter or RateLimiter(clock)
+        self.model = model  # None: extractive answers only (LLM_BASE_URL unset)
 
     def admit(self, guild_id: int, member_id: int) -> None:
         """Count a member's question against the rate limits; AskRateLimited says when to try again."""
@@ -55,9 +68,10 @@ class AskService:
         since: datetime | None = None,
         guild_id: int = CATALOG_GUILD,
     ) -> Answer:
-        """The extractive answer: the abstracts' sentences that best answer the question, each citing its
-        paper, from the stored papers most relevant to it (within `topic` as server `guild_id` sees it, and
-        its sub-topics; submitted since `since`)."""
+        """From the stored papers most relevant to the question (within `topic` as server `guild_id` sees it,
+        and its sub-topics; submitted since `since`): the language model's cited answer when one is set up and
+        answers, else the extractive one, the abstracts' sentences that best answer it, each citing its paper
+        (with a note saying why, when the model failed)."""
         question = check_question(question)
         retrieved = await retrieve(
             self.store,
@@ -66,7 +80,39 @@ class AskService:
             including=self.index.within(topic.id, guild_id) if topic is not None else (),
             since=since,
         )
-        return extractive_answer(question, retrieved.papers, topic, since)
+        extractive = extractive_answer(question, retrieved.papers, topic, since)
+        if self.model is None or not retrieved.papers:
+            return extractive
+        return await self._model_answer(self.model, retrieved.papers[:MODEL_SOURCES], extractive)
+
+    async def _model_answer(self, model: ChatModel, papers: list[Paper], extractive: Answer) -> Answer:
+        try:
+            reply = await model.complete(ANSWER_SYSTEM, answer_prompt(extractive.question, papers))
+        except ModelUnavailable as exc:
+            return replace(extractive, note=f"The language model was unavailable ({exc}): {INSTEAD}")
+        statements = cited_statements(reply, len(papers))
+        if statements is None:
+            return replace(
+                extractive,
+                statements=(),
+                papers=tuple(papers[:CLOSEST]),
+                by_model=True,
+                note="The language model found no answer to this in the papers retrieved.",
+            )
+        if not statements:
+            return replace(
+                extractive, note=f"The language model's answer cited none of the papers: {INSTEAD}"
+            )
+        numbers: dict[int, int] = {}  # source number -> number in the answer, in order of first citation
+        for statement in statements:
+            for n in statement.sources:
+                numbers.setdefault(n, len(numbers) + 1)
+        return replace(
+            extractive,
+            statements=tuple(Cited(s.text, tuple(numbers[n] for n in s.sources)) for s in statements),
+            papers=tuple(papers[n - 1] for n in numbers),
+            by_model=True,
+        )
 
     async def brief(self, topic: TopicRow, weeks: int = 4, guild_id: int = CATALOG_GUILD) -> Brief:
         """What moved in a topic (as server `guild_id` sees it, with its sub-topics) in the last `weeks`
@@ -85,7 +131,7 @@ class AskService:
 
         now_papers, before_papers = await window(start, end), await window(before, start)
         table = phrase_table(now_papers, before_papers)
-        return Brief(
+        brief = Brief(
             topic=topic.name,
             weeks=weeks,
             start=start,
@@ -99,6 +145,22 @@ class AskService:
             representative=tuple(representative(now_papers, table)),
             sampled=BRIEF_SAMPLE in (len(now_papers), len(before_papers)),
         )
+        if self.model is None or not brief.representative:
+            return brief
+        return await self._overview(self.model, brief)
+
+    async def _overview(self, model: ChatModel, brief: Brief) -> Brief:
+        """The brief with the model's three cited sentences on top, or a note saying why there are none."""
+        papers = brief.representative
+        prompt = overview_prompt(brief.topic, [r.phrase for r in brief.rising], papers)
+        try:
+            reply = await model.complete(OVERVIEW_SYSTEM, prompt)
+        except ModelUnavailable as exc:
+            return replace(brief, note=f"The language model was unavailable ({exc}): no overview.")
+        statements = cited_statements(reply, len(papers))
+        if not statements:
+            return replace(brief, note="The language model's overview cited none of the papers: left out.")
+        return replace(brief, overview=tuple(statements[:3]))
 
 
 def extractive_answer(
