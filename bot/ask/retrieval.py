@@ -4,7 +4,8 @@ within a topic (and its sub-topics) and a time when given.
 Bounded for a million papers: ranking costs one bm25 score per paper holding any of the words (~8 µs each),
 so words are taken rarest first while the papers holding them add up to at most RANKED_PAPERS; the common
 ones left out ("model", "learning") would add little to the ranking anyway, as bm25 weighs a word by its
-rarity. When even the rarest word is that common, papers must hold all the words instead."""
+rarity. How many papers hold a word is counted only up to that bound, so even "the" costs a few milliseconds.
+When even the rarest word is that common, papers must hold all the words instead."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from bot.models import Paper
 from bot.store import Store
 
 MAX_TERMS = 8
-RANKED_PAPERS = 25_000  # bm25 scores one ranking may compute: ~200 ms at most
+RANKED_PAPERS = 20_000  # bm25 scores one ranking may compute: ~150 ms at most
 CANDIDATES = 30  # papers whose sentences compete to answer
 
 
@@ -49,16 +50,14 @@ async def retrieve(
 async def rank_words(store: Store, words: Sequence[str]) -> tuple[list[str], bool]:
     """The words to rank by, rarest first, and whether any paper holding one may rank (else a paper must hold
     them all): words some paper holds, while their papers add up to at most RANKED_PAPERS."""
-    by_stem = {stem(w): w for w in words}
-    counts = await store.search.term_documents(list(by_stem))
-    held = sorted(counts, key=lambda s: counts[s])[:MAX_TERMS]
+    by_stem = {stem(w): w for w in words}  # "models" and "model" are one word to the index
+    counts = await store.search.papers_holding(list(by_stem.values()), cap=RANKED_PAPERS + 1)
+    held = sorted((w for w in counts if counts[w]), key=lambda w: counts[w])[:MAX_TERMS]
     kept: list[str] = []
     total = 0
-    for s in held:
-        total += counts[s]
+    for word in held:
+        total += counts[word]
         if total > RANKED_PAPERS:
             break
-        kept.append(s)
-    if kept:
-        return [by_stem[s] for s in kept], True
-    return [by_stem[s] for s in held], False
+        kept.append(word)
+    return (kept, True) if kept else (held, False)

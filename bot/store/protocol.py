@@ -108,10 +108,11 @@ class SearchRepository(Protocol):
         `offset`-th on, at most `limit`. Each hit's snippet is an excerpt of the abstract with the matched words
         between HIGHLIGHT_START and HIGHLIGHT_END. Raises ValueError for a negative limit or offset."""
 
-    async def term_documents(self, stems: Sequence[str]) -> dict[str, int]:
-        """How many papers hold each indexed term, given as the index stores it (FTS5's Porter stem of a folded
-        word, `bot.topics.query.porter_stem`); terms no paper holds are left out. Fast on a million papers: the
-        question answerer asks it before ranking, to leave out words too common to rank by."""
+    async def papers_holding(self, words: Sequence[str], *, cap: int) -> dict[str, int]:
+        """How many papers hold each word (a word as `bot.topics.query.fold_words` folds it, letters and digits
+        only; the index's own stemming applies), counted up to `cap`, for every word given (0: none). Bounded by
+        `cap` whatever the word: the question answerer asks it before ranking, to leave out words too common
+        to rank by."""
 
     async def in_window(
         self,

@@ -52,14 +52,17 @@ class SearchRepo:
             )
         return [SearchHit(paper_from_row(r), r["snip"]) for r in rows]
 
-    async def term_documents(self, stems: Sequence[str]) -> dict[str, int]:
-        """How many papers hold each indexed term (a Porter stem, as the index stores it); a term no paper holds
-        is left out. One index lookup per term (papers_fts_terms, migration 0013)."""
+    async def papers_holding(self, words: Sequence[str], *, cap: int) -> dict[str, int]:
+        """How many papers hold each word (folded; the index stems it), counted up to `cap`: one bounded read
+        of the word's entries per word, however common it is (an exact count of a word every paper holds
+        reads its million entries)."""
         found: dict[str, int] = {}
-        for stem in dict.fromkeys(stems):
-            row = await self.db.fetchone("SELECT doc FROM papers_fts_terms WHERE term = ?", (stem,))
-            if row is not None:
-                found[stem] = int(row[0])
+        for word in dict.fromkeys(words):
+            row = await self.db.fetchone(
+                "SELECT count(*) FROM (SELECT rowid FROM papers_fts WHERE papers_fts MATCH ? LIMIT ?)",
+                (f'"{word}"', cap),
+            )
+            found[word] = int(row[0]) if row else 0
         return found
 
     async def in_window(
