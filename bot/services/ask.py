@@ -5,6 +5,7 @@ per-server rate limits are checked by the front end that has members (the cog) t
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from datetime import datetime, timedelta
 
@@ -80,7 +81,8 @@ class AskService:
             including=self.index.within(topic.id, guild_id) if topic is not None else (),
             since=since,
         )
-        extractive = extractive_answer(question, retrieved.papers, topic, since)
+        # TF-IDF over a few hundred sentences: tens of ms, off the event loop.
+        extractive = await asyncio.to_thread(extractive_answer, question, retrieved.papers, topic, since)
         if self.model is None or not retrieved.papers:
             return extractive
         return await self._model_answer(self.model, retrieved.papers[:MODEL_SOURCES], extractive)
@@ -130,20 +132,24 @@ class AskService:
             )
 
         now_papers, before_papers = await window(start, end), await window(before, start)
-        table = phrase_table(now_papers, before_papers)
-        brief = Brief(
-            topic=topic.name,
-            weeks=weeks,
-            start=start,
-            end=end,
-            before=before,
-            papers_now=len(now_papers),
-            papers_before=len(before_papers),
-            rising=tuple(rising_phrases(table)),
-            authors=tuple(active_authors(now_papers)),
-            institutions=tuple(active_institutions(now_papers)),
-            representative=tuple(representative(now_papers, table)),
-            sampled=BRIEF_SAMPLE in (len(now_papers), len(before_papers)),
+        # Counting the phrases of hundreds of abstracts takes a few hundred ms: off the event loop.
+        brief = await asyncio.to_thread(
+            summarise,
+            Brief(
+                topic=topic.name,
+                weeks=weeks,
+                start=start,
+                end=end,
+                before=before,
+                papers_now=len(now_papers),
+                papers_before=len(before_papers),
+                rising=(),
+                authors=(),
+                institutions=(),
+                representative=(),
+            ),
+            now_papers,
+            before_papers,
         )
         if self.model is None or not brief.representative:
             return brief
@@ -161,6 +167,19 @@ class AskService:
         if not statements:
             return replace(brief, note="The language model's overview cited none of the papers: left out.")
         return replace(brief, overview=tuple(statements[:3]))
+
+
+def summarise(empty: Brief, now: list[Paper], before: list[Paper]) -> Brief:
+    """A brief's phrases, people and papers from the sampled papers of its two windows."""
+    table = phrase_table(now, before)
+    return replace(
+        empty,
+        rising=tuple(rising_phrases(table)),
+        authors=tuple(active_authors(now)),
+        institutions=tuple(active_institutions(now)),
+        representative=tuple(representative(now, table)),
+        sampled=BRIEF_SAMPLE in (len(now), len(before)),
+    )
 
 
 def extractive_answer(
