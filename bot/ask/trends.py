@@ -41,7 +41,9 @@ def phrases(text: str) -> set[str]:
     number, each once: "reward models" and "learning from human feedback", never "models with" or a phrase
     across a full stop. Only runs that pass are built (this runs over every word of hundreds of abstracts)."""
     found: set[str] = set()
-    for clause in _CLAUSE.split(_URL.sub(".", text)):  # a link's parts are no phrase
+    if "://" in text or "www." in text:
+        text = _URL.sub(".", text)  # a link's parts are no phrase
+    for clause in _CLAUSE.split(text):
         words = fold_words(clause)
         plain = [len(w) > 1 and not w.isdigit() for w in words]
         edge = [ok and w not in STOP_WORDS for w, ok in zip(words, plain, strict=True)]
@@ -85,13 +87,12 @@ def phrase_table(now: Sequence[Paper], before: Sequence[Paper]) -> PhraseTable:
     in_before: Counter[str] = Counter()
     for paper in before:  # only the candidates are counted: the rest of the earlier phrases cannot rise
         in_before.update(phrases(_text(paper)) & candidates)
-    rows, cols = [], []
+    rows: list[int] = []
+    cols: list[int] = []
     for row, held in enumerate(held_now):
-        for phrase in held:
-            k = column.get(phrase)
-            if k is not None:
-                rows.append(row)
-                cols.append(k)
+        kept = [column[phrase] for phrase in held & candidates]
+        rows += [row] * len(kept)
+        cols += kept
     matrix = csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(now), len(names)))
     return PhraseTable(
         names,
