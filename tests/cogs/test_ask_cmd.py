@@ -168,3 +168,21 @@ async def test_brief_sums_up_a_topics_period_inertly(server: Server, env: Env) -
 
     bad = await answer(await server.run("brief", topic="Numbat Watch", weeks=13))
     assert bad["flags"] & EPHEMERAL
+
+
+@module_loop
+async def test_ask_over_a_huge_hostile_abstract_stays_inert_and_within_limits(server: Server) -> None:
+    forged = "Okapi stripes " + "_\\mathrm{" * 3 + "$" * 9 + " see [x](https://evil.example/o) <@&1> @here. "
+    hostile = make_paper(
+        801,
+        title="Okapi stripes " + "\\frac{x^{" * 200,
+        abstract=("Okapi stripes confuse predators in dense forest light. " + forged)
+        * 2000,  # ~160k characters
+    )
+    await store_as_polled(server.env.bot, [hostile])
+    text = (await answer(await server.run("ask", question="Why do okapi stripes confuse predators?")))[
+        "content"
+    ]
+    assert "> Okapi stripes confuse predators in dense forest light. [1]" in text
+    assert len(text) <= CONTENT_LIMIT and "@here" not in text and "<@&1>" not in text
+    assert all(link.startswith("https://arxiv.org/abs/") for link in live_links(text)), live_links(text)
