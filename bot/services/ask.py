@@ -27,15 +27,13 @@ from bot.topics.index import TopicIndex
 CLOSEST = 3  # papers listed when no sentence answers
 BEFORE_FACTOR = 2  # the weeks before a brief's period: twice as many, so a phrase's "before" is not noise
 BRIEF_SAMPLE = 300  # papers read per window, spread over it: bounds the work on a topic of thousands a month
+MODEL_SOURCES = 8  # retrieved papers the model reads
+INSTEAD = "these sentences are quoted from the abstracts instead."
 
 
 def check_brief_weeks(weeks: int) -> None:
     if not 1 <= weeks <= MAX_BRIEF_WEEKS:
         raise PaperwatchError(f"weeks is the period to sum up: a whole number from 1 to {MAX_BRIEF_WEEKS}.")
-
-
-MODEL_SOURCES = 8  # retrieved papers the model reads
-INSTEAD = "these sentences are quoted from the abstracts instead."
 
 
 class AskService:
