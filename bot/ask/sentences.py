@@ -20,6 +20,7 @@ MIN_CHARS, MAX_CHARS = 40, 600  # shorter says nothing alone; longer is a run-on
 ABSTRACT_CHARS = 5000  # read of an abstract (arXiv allows 1,920; a hostile feed may send megabytes)
 PAPER_WEIGHT = 0.4  # how much a sentence's paper as a whole counts against the sentence itself
 RANK_WEIGHT = 0.1  # and the paper's place in the full-text ranking
+KEEP_SHARE = 0.5  # a sentence scoring under half the best one answers less than it adds noise
 
 # A sentence ends at . ! or ? before a space and a capital or a digit, unless the word before is an
 # abbreviation ("et al. Smith", "Fig. 3", "e.g. BERT") or one letter (an initial).
@@ -33,7 +34,7 @@ def split_sentences(text: str) -> list[str]:
     sentences: list[str] = []
     start = 0
     for m in _END.finditer(text):
-        word = text[text.rfind(" ", start, m.start()) + 1 : m.start()].rstrip(".!?\"')]”’").lower()
+        word = text[text.rfind(" ", start, m.start()) + 1 : m.start()].strip(".!?\"'()[]“”‘’").lower()
         if word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha()):
             continue
         sentences.append(text[start : m.start()].strip())
@@ -78,6 +79,8 @@ def pick_sentences(
     taken: dict[int, int] = {}
     for k in np.argsort(-scores, kind="stable"):
         paper, text = units[k]
+        if picked and scores[k] < KEEP_SHARE * picked[0].score:
+            break
         if sentence_scores[k] <= 0 or taken.get(paper, 0) >= per_paper:
             continue
         taken[paper] = taken.get(paper, 0) + 1

@@ -165,7 +165,8 @@ def build_parser() -> argparse.ArgumentParser:
         "ask",
         help="ask the stored papers: the abstracts' sentences that answer, each citing its paper",
         description="An answer quoted from the abstracts of the stored papers most relevant to the question "
-        "(as /ask gives it), each sentence citing [n], then the numbered papers.",
+        "(as /ask gives it), each sentence citing [n], then the numbered papers; with LLM_BASE_URL set, a short "
+        "answer the model writes from those abstracts only, cited the same way.",
     )
     ask.add_argument("question", help='in words, e.g. "how is reward hacking reduced in RLHF?"')
     ask.add_argument("--topic", metavar="NAME", help="only papers of this catalog topic and its sub-topics")
