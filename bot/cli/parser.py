@@ -171,7 +171,9 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("question", help='in words, e.g. "how is reward hacking reduced in RLHF?"')
     ask.add_argument("--topic", metavar="NAME", help="only papers of this catalog topic and its sub-topics")
     ask.add_argument(
-        "--since", metavar="WHEN", help="only papers submitted since a day (YYYY-MM-DD) or a span (10d, 4w, 6m, 1y)"
+        "--since",
+        metavar="WHEN",
+        help="only papers submitted since a day (YYYY-MM-DD) or a span (10d, 4w, 6m, 1y)",
     )
 
     brief = sub.add_parser(
