@@ -28,7 +28,7 @@ from bot.topics.catalog import CatalogTopic
 
 log = logging.getLogger(__name__)
 
-COGS = ("cogs.follow", "cogs.momentum", "cogs.history", "cogs.admin")
+COGS = ("cogs.follow", "cogs.momentum", "cogs.history", "cogs.admin", "cogs.ask")
 
 
 def point_discord_at(settings: Settings) -> None:

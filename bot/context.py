@@ -14,7 +14,10 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+import httpx
+
 from bot.announcements import AnnouncementCycle
+from bot.ask.llm import ChatModel
 from bot.backfill import Backfill, Progress
 from bot.clock import Clock, SystemClock
 from bot.config import Settings, contact_problem, is_loopback_url
@@ -112,6 +115,8 @@ async def open_context(
     clock = clock or SystemClock()
     store = await open_store(settings.database_path, clock)
     http = build_http_client(settings.user_agent)
+    # Its own client (no arXiv contact sent there), unbounded: ChatModel bounds each answer to 20 s itself.
+    llm_http = httpx.AsyncClient(timeout=None) if settings.llm_base_url else None
     polite = PoliteHttp(
         http,
         clock,
@@ -136,12 +141,22 @@ async def open_context(
             clock=clock,
             settings=settings,
             scorer=scorer,
+            model=chat_model(settings, llm_http),
         )
         feeds = FeedReader(polite) if rss_enabled(settings) else None
         yield AppContext(settings, clock, services, intake, store, arxiv, feeds)
     finally:
         await http.aclose()
+        if llm_http is not None:
+            await llm_http.aclose()
         await store.close()
+
+
+def chat_model(settings: Settings, http: httpx.AsyncClient | None) -> ChatModel | None:
+    """The language model /ask and /brief may use: None unless LLM_BASE_URL is set."""
+    if http is None or not settings.llm_base_url:
+        return None
+    return ChatModel(http, settings.llm_base_url, settings.llm_model.strip(), settings.llm_api_key)
 
 
 __all__ = ["AppContext", "Progress", "open_context"]

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from bot.config import (
+    MAX_BRIEF_WEEKS,
     MAX_HISTORY_DAYS,
     MAX_MATCH_LIMIT,
     MAX_STATS_WEEKS,
@@ -158,6 +159,33 @@ def build_parser() -> argparse.ArgumentParser:
         type=whole_number(0, MAX_MATCH_LIMIT),
         default=10,
         help=f"how many of the newest matches to list (0-{MAX_MATCH_LIMIT}, default 10)",
+    )
+
+    ask = sub.add_parser(
+        "ask",
+        help="ask the stored papers: the abstracts' sentences that answer, each citing its paper",
+        description="An answer quoted from the abstracts of the stored papers most relevant to the question "
+        "(as /ask gives it), each sentence citing [n], then the numbered papers; with LLM_BASE_URL set, a short "
+        "answer the model writes from those abstracts only, cited the same way.",
+    )
+    ask.add_argument("question", help='in words, e.g. "how is reward hacking reduced in RLHF?"')
+    ask.add_argument("--topic", metavar="NAME", help="only papers of this catalog topic and its sub-topics")
+    ask.add_argument(
+        "--since",
+        metavar="WHEN",
+        help="only papers submitted since a day (YYYY-MM-DD) or a span (10d, 4w, 6m, 1y)",
+    )
+
+    brief = sub.add_parser(
+        "brief",
+        help="what moved in a topic: rising phrases, active authors, the papers that represent the period",
+    )
+    brief.add_argument("topic", help='a catalog topic\'s name or slug, e.g. "RL Post-Training"')
+    brief.add_argument(
+        "--weeks",
+        type=whole_number(1, MAX_BRIEF_WEEKS),
+        default=4,
+        help=f"the period in weeks back from today (1-{MAX_BRIEF_WEEKS}, default 4), against twice as many before",
     )
 
     scorer = sub.add_parser(

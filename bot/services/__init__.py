@@ -10,9 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
+from bot.ask.llm import ChatModel
 from bot.clock import Clock
 from bot.config import Settings
 from bot.intake import Intake
+from bot.services.ask import AskService
 from bot.services.follows import FollowService
 from bot.services.history import HistoryService
 from bot.services.momentum import MomentumService
@@ -24,6 +26,7 @@ from bot.topics.index import TopicIndex
 from bot.topics.scorer_training import LearnedScorer
 
 __all__ = [
+    "AskService",
     "FollowService",
     "HistoryService",
     "MomentumService",
@@ -40,6 +43,7 @@ class Services:
     history: HistoryService  # latest, search, every match of a query, one paper by id
     momentum: MomentumService  # one topic's momentum, a server's topics ranked
     status: StatusService  # what /status shows, the counts the CLI prints
+    ask: AskService  # /ask and /brief: answers from the stored papers, with sources
 
     @classmethod
     def build(
@@ -53,6 +57,7 @@ class Services:
         settings: Settings,
         limits: TopicLimits | None = None,
         scorer: LearnedScorer | None = None,
+        model: ChatModel | None = None,
     ) -> Services:
         limits = limits or TopicLimits()
         topics = TopicService(store, index, clock, limits, scorer)
@@ -62,4 +67,5 @@ class Services:
             history=HistoryService(store, index, arxiv, intake, limits),
             momentum=MomentumService(store, index, clock, settings.arxiv_categories),
             status=StatusService(store, clock, timedelta(minutes=settings.poll_interval_minutes)),
+            ask=AskService(store, index, clock, model=model),  # model: LLM_BASE_URL's, if set
         )

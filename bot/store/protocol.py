@@ -108,6 +108,25 @@ class SearchRepository(Protocol):
         `offset`-th on, at most `limit`. Each hit's snippet is an excerpt of the abstract with the matched words
         between HIGHLIGHT_START and HIGHLIGHT_END. Raises ValueError for a negative limit or offset."""
 
+    async def papers_holding(self, words: Sequence[str], *, cap: int) -> dict[str, int]:
+        """How many papers hold each word (a word as `bot.topics.query.fold_words` folds it, letters and digits
+        only; the index's own stemming applies), counted up to `cap`, for every word given (0: none). Bounded by
+        `cap` whatever the word: the question answerer asks it before ranking, to leave out words too common
+        to rank by."""
+
+    async def in_window(
+        self,
+        *,
+        topic_id: int,
+        including: Sequence[int] = (),
+        start: datetime,
+        end: datetime,
+        limit: int,
+    ) -> list[Paper]:
+        """The topic's exact matches (and those of the topics `including` adds to it) first submitted (v1) in
+        [start, end): all of them, or a sample of `limit` spread over the window (the same sample every time
+        while the window holds the same papers). Raises ValueError for a negative limit."""
+
 
 class AnnouncementRepository(Protocol):
     async def record(self, announcements: Sequence[Announcement], at: datetime) -> int:
