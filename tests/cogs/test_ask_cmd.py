@@ -10,13 +10,14 @@ import pytest
 import pytest_asyncio
 
 from bot.clock import FakeClock
+from bot.loopback.arxiv import LoopbackArxiv
+from bot.loopback.discord import EPHEMERAL
+from bot.loopback.harness import running_paperbot
 from bot.models import Author
 from bot.render import CONTENT_LIMIT
 from tests.cogs.world import Env, Server, answer, module_loop, store_as_polled
 from tests.factories import make_paper
-from tests.fakes.arxiv_server import FakeArxiv
-from tests.fakes.discord_server import EPHEMERAL, FakeDiscord
-from tests.harness import running_paperbot
+from tests.fakes.checked_discord import FakeDiscord
 from tests.markdown_links import live_links
 
 ZWSP = "\u200b"
@@ -39,7 +40,7 @@ PLAIN = make_paper(
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def env(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Env]:
-    async with FakeDiscord() as fake_discord, FakeArxiv() as fake_arxiv:
+    async with FakeDiscord() as fake_discord, LoopbackArxiv() as fake_arxiv:
         path = tmp_path_factory.mktemp("ask")
         clock = FakeClock()
         async with running_paperbot(path, fake_discord, fake_arxiv, clock=clock) as bot:

@@ -11,13 +11,14 @@ import pytest
 import pytest_asyncio
 
 from bot.clock import FakeClock
+from bot.loopback.arxiv import LoopbackArxiv
+from bot.loopback.discord import EPHEMERAL
+from bot.loopback.harness import running_paperbot
 from bot.render import CONTENT_LIMIT
 from tests.cogs.world import Env, Server, answer, module_loop, store_as_polled
 from tests.factories import make_paper
-from tests.fakes.arxiv_server import FakeArxiv
-from tests.fakes.discord_server import EPHEMERAL, FakeDiscord
+from tests.fakes.checked_discord import FakeDiscord
 from tests.fakes.openai_server import FakeOpenAI
-from tests.harness import running_paperbot
 from tests.markdown_links import live_links
 
 KEY = "sk-loopback-key-never-shown"
@@ -40,7 +41,7 @@ class ModelEnv:
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[ModelEnv]:
-    async with FakeDiscord() as fake_discord, FakeArxiv() as fake_arxiv, FakeOpenAI() as model:
+    async with FakeDiscord() as fake_discord, LoopbackArxiv() as fake_arxiv, FakeOpenAI() as model:
         path = tmp_path_factory.mktemp("ask-model")
         async with running_paperbot(
             path,
