@@ -16,6 +16,8 @@ from bot.intake import Intake
 from bot.services.follows import FollowService
 from bot.services.history import HistoryService
 from bot.services.momentum import MomentumService
+from bot.services.ratings import RatingService
+from bot.services.saved import SavedService
 from bot.services.status import StatusService
 from bot.services.topics import TopicLimits, TopicService
 from bot.sources.arxiv_api import ArxivClient
@@ -27,6 +29,8 @@ __all__ = [
     "FollowService",
     "HistoryService",
     "MomentumService",
+    "RatingService",
+    "SavedService",
     "Services",
     "StatusService",
     "TopicService",
@@ -40,6 +44,8 @@ class Services:
     history: HistoryService  # latest, search, every match of a query, one paper by id
     momentum: MomentumService  # one topic's momentum, a server's topics ranked
     status: StatusService  # what /status shows, the counts the CLI prints
+    ratings: RatingService  # 👍 / 👎 on cards, per server and topic
+    saved: SavedService  # members' reading lists
 
     @classmethod
     def build(
@@ -62,4 +68,6 @@ class Services:
             history=HistoryService(store, index, arxiv, intake, limits),
             momentum=MomentumService(store, index, clock, settings.arxiv_categories),
             status=StatusService(store, clock, timedelta(minutes=settings.poll_interval_minutes)),
+            ratings=RatingService(store, clock),
+            saved=SavedService(store, clock),
         )
