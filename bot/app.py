@@ -26,7 +26,7 @@ from bot.services import Services
 
 log = logging.getLogger(__name__)
 
-COGS = ("cogs.follow", "cogs.momentum", "cogs.history", "cogs.admin")
+COGS = ("cogs.follow", "cogs.momentum", "cogs.history", "cogs.admin", "cogs.cards", "cogs.saved")
 
 
 def point_discord_at(settings: Settings) -> None:

@@ -18,6 +18,7 @@ from bot.services.history import HistoryService
 from bot.services.momentum import MomentumService
 from bot.services.ratings import RatingService
 from bot.services.saved import SavedService
+from bot.services.similar import SimilarService
 from bot.services.status import StatusService
 from bot.services.topics import TopicLimits, TopicService
 from bot.sources.arxiv_api import ArxivClient
@@ -32,6 +33,7 @@ __all__ = [
     "RatingService",
     "SavedService",
     "Services",
+    "SimilarService",
     "StatusService",
     "TopicService",
 ]
@@ -46,6 +48,7 @@ class Services:
     status: StatusService  # what /status shows, the counts the CLI prints
     ratings: RatingService  # 👍 / 👎 on cards, per server and topic
     saved: SavedService  # members' reading lists
+    similar: SimilarService  # the stored papers nearest to one
 
     @classmethod
     def build(
@@ -70,4 +73,5 @@ class Services:
             status=StatusService(store, clock, timedelta(minutes=settings.poll_interval_minutes)),
             ratings=RatingService(store, clock),
             saved=SavedService(store, clock),
+            similar=SimilarService(store, scorer),
         )

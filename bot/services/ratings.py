@@ -52,13 +52,23 @@ class RatingService:
         self.clock = clock
 
     async def rate(
-        self, *, guild_id: int, channel_ids: Sequence[int], member_id: int, arxiv_id: str, vote: Vote
+        self,
+        *,
+        guild_id: int,
+        channel_ids: Sequence[int],
+        member_id: int,
+        arxiv_id: str,
+        vote: Vote,
+        topic_id: int = 0,
     ) -> RateOutcome:
         """A member's vote on a card of a channel: for each topic the server follows there (else anywhere in
-        the server) that holds the paper. Raises PaperGone or NothingToRate with what to do."""
+        the server) that holds the paper, or only for `topic_id` when the card names one (0: it does not).
+        Raises PaperGone or NothingToRate with what to do."""
         if await self.store.papers.get(arxiv_id) is None:
             raise PaperGone(arxiv_id)
         topics = await self.store.ratings.followed_holding(guild_id, arxiv_id, channel_ids)
+        if topic_id:
+            topics = [t for t in topics if t.id == topic_id]
         rated: list[TopicRow] = []
         earlier: list[Vote | None] = []
         for topic in topics:

@@ -454,6 +454,13 @@ class SavedRepository(Protocol):
         """How many papers a member has saved."""
 
 
+class SimilarRepository(Protocol):
+    async def candidates(self, arxiv_id: str, words: list[str], *, limit: int) -> list[Paper]:
+        """Up to `limit` stored papers other than `arxiv_id` holding any of `words` (plain words, never read
+        as query syntax) in title or abstract, those sharing the most first: the bounded set "Similar"
+        compares by features."""
+
+
 class Store(Protocol):
     """The database: one repository per family of records, and transactions across them.
 
@@ -488,6 +495,9 @@ class Store(Protocol):
 
     @property
     def saved(self) -> SavedRepository: ...
+
+    @property
+    def similar(self) -> SimilarRepository: ...
 
     def transaction(self) -> AbstractAsyncContextManager[object]:
         """One write transaction across repositories (e.g. papers and the deliveries they cause): committed

@@ -15,6 +15,7 @@ from bot.store.papers import PaperRepo
 from bot.store.ratings import RatingRepo
 from bot.store.saved import SavedRepo
 from bot.store.search import SearchRepo
+from bot.store.similar import SimilarRepo
 from bot.store.sources import BackfillRepo, SourceRepo
 from bot.store.topics import TopicRepo
 
@@ -33,6 +34,7 @@ class SqliteStore:
         self.announcements = AnnouncementRepo(self.db)
         self.ratings = RatingRepo(self.db)
         self.saved = SavedRepo(self.db)
+        self.similar = SimilarRepo(self.db)
 
     @classmethod
     async def open(cls, path: Path | str, clock: Clock | None = None) -> SqliteStore:

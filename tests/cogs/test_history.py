@@ -265,7 +265,15 @@ async def test_paper_shows_a_stored_card_with_this_servers_topics_only(server: S
     [embed] = card["embeds"]
     assert embed["title"] == "Narwhal tusk sensing" and embed["url"] == paper.abs_url
     assert "Narwhal Desk" in embed["footer"]["text"]
-    assert [b["label"] for b in buttons(card)] == ["Abstract", "PDF", "HTML"]
+    assert [b.get("label") for b in buttons(card)] == [
+        "Abstract",
+        "PDF",
+        "HTML",
+        None,
+        None,
+        "Save",
+        "Similar",
+    ]
 
     other = env.discord.add_guild("Elsewhere")
     channel = env.discord.add_text_channel(other, "general")

@@ -89,3 +89,29 @@ async def test_a_reading_list_saves_removes_and_exports(world: World) -> None:
     text, count = await saved.bibtex(ALICE)
     entries = bibtexparser.parse_string(text).entries
     assert count == 2 and [e["eprint"] for e in entries] == [papers[2].arxiv_id, papers[0].arxiv_id]
+
+
+async def test_similar_finds_the_papers_sharing_the_papers_subject_first(world: World) -> None:
+    from tests.factories import GRPO
+
+    near = [
+        make_paper(
+            10 + n,
+            title=f"GRPO variant {n} for math reasoning",
+            abstract="Group relative policy optimization with verifiable rewards improves reasoning.",
+        )
+        for n in range(6)
+    ]
+    far = [
+        make_paper(30 + n, title=f"Legged robot {n}", abstract="Quadruped locomotion with PPO in simulation.")
+        for n in range(20)
+    ]
+    await world.intake.store_papers([GRPO, *near, *far], announce=False)
+    found = await world.services.similar.similar(GRPO.arxiv_id)
+    assert found.paper.arxiv_id == GRPO.arxiv_id
+    assert len(found.nearest) == 5
+    assert {p.arxiv_id for p, _ in found.nearest} <= {p.arxiv_id for p in near}
+    scores = [score for _, score in found.nearest]
+    assert scores == sorted(scores, reverse=True) and scores[0] > 0
+    with pytest.raises(PaperGone):
+        await world.services.similar.similar("2611.99999")
