@@ -79,16 +79,20 @@ class RatingRepo:
     async def followed_holding(
         self, guild_id: int, arxiv_id: str, channel_ids: Sequence[int]
     ) -> list[TopicRow]:
-        """The topics a server follows that hold the paper (matched or suggested), those followed in one of
+        """The topics a server follows that hold the paper (matched or suggested, or posted by the server's own
+        ratings), those followed in one of
         `channel_ids` (the channel of a card, and its forum) when there are any, else those followed anywhere
         in the server; by id. What a 👍 / 👎 on a card of that channel rates."""
         rows = await self.db.fetchall(
             "SELECT t.*, MAX(f.channel_id IN (SELECT value FROM json_each(?))) AS here FROM topics t"
             " JOIN follows f ON f.topic_id = t.id AND f.guild_id = ?"
-            " JOIN topic_matches m ON m.topic_id = t.id"
-            " JOIN papers p ON p.pk = m.paper_pk AND p.arxiv_id = ?"
+            " WHERE t.id IN (SELECT m.topic_id FROM topic_matches m JOIN papers p ON p.pk = m.paper_pk"
+            " WHERE p.arxiv_id = ?)"
+            # or the server's ratings put it into one of its channels (a paper they lifted)
+            " OR t.id IN (SELECT dt.topic_id FROM deliveries d JOIN delivery_topics dt ON dt.delivery_id = d.id"
+            " JOIN papers p ON p.pk = d.paper_pk WHERE p.arxiv_id = ? AND d.guild_id = ?)"
             " GROUP BY t.id ORDER BY t.id",
-            (_json_ids(channel_ids), guild_id, arxiv_id),
+            (_json_ids(channel_ids), guild_id, arxiv_id, arxiv_id, guild_id),
         )
         here = [r for r in rows if r["here"]]
         return [_topic(r) for r in (here or rows)]
