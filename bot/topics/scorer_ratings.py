@@ -5,11 +5,14 @@ topic's shared model. Each (server, topic) with ratings gets a `RatingView`, bui
 (and at start) from the papers its members rated, as rows of the scorer's features with the net vote of each
 (+1 belongs, -1 does not). A new paper is compared with them (cosine, the same features the scorer uses):
 
-- withheld in that server when the rated papers near it (cosine >= NEAR) say "not this topic" on balance by at
-  least VETO: a 👎 on a false hit keeps its look-alikes out of that server's channels (the paper is still the
-  topic's match everywhere else, and in that server's /latest and /search);
-- lifted into that server's suggestions (follows with match: suggested) when they say "belongs" by at least
-  LIFT: enough 👍 near a paper the query and the shared scorer missed.
+- withheld in that server when the rated paper closest to it is a 👎 one, at cosine >= NEAR and MARGIN times
+  closer than any 👍 one: a 👎 on a false hit keeps its look-alikes out of that server's channels (the paper is
+  still the topic's match everywhere else, and in that server's /latest and /search);
+- lifted into that server's suggestions (follows with match: suggested) when the two rated papers closest to
+  it are 👍 ones, each at cosine >= LIFT_NEAR: enough 👍 near a paper the query and the shared scorer missed.
+
+A nearest-neighbour rule rather than a model: a few dozen ratings cannot retrain a logistic regression fitted
+on hundreds of matches, but each can speak for the papers that look like it (bench/ratings_eval.py).
 
 CPU-bound: `verdicts` runs in a worker thread."""
 
@@ -23,9 +26,9 @@ import scipy.sparse as sp
 
 from bot.topics.scorer import Featurizer, paper_text
 
-NEAR = 0.35  # cosine at which a rated paper speaks for a new one
-VETO = 0.35  # net weight of "does not belong" that withholds a paper: one clear 👎 neighbour
-LIFT = 0.7  # net weight of "belongs" that lifts one: two 👍 neighbours, or one near-twin
+NEAR = 0.08  # cosine above which the closest rated paper speaks for a new one (unrelated papers: ~0-0.05)
+MARGIN = 1.5  # how much closer than the closest 👍 paper the 👎 one must be: a paper between the two is kept
+LIFT_NEAR = 0.2  # cosine each of the two closest rated papers needs to lift a paper the topic missed
 
 
 @dataclass(frozen=True)
@@ -54,13 +57,21 @@ class RatingView:
         votes = np.array([1.0 if r.net > 0 else -1.0 for r in leaning], dtype=np.float32)
         return cls(tuple(r.arxiv_id for r in leaning), rows, votes)
 
-    def balance(self, features: sp.csr_matrix) -> np.ndarray:
-        """Per row of `features`: the votes of the rated papers near it, each weighted by its cosine."""
-        sims = (features @ self.rows.T).toarray()
-        sims[sims < NEAR] = 0.0
-        return np.asarray(sims @ self.votes).ravel()
-
     def verdicts(self, features: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
-        """(withheld, lifted) flags per row."""
-        balance = self.balance(features)
-        return balance <= -VETO, balance >= LIFT
+        """(withheld, lifted) flags per row of `features`."""
+        sims = (features @ self.rows.T).toarray()
+        n = sims.shape[0]
+        if sims.shape[1] == 0:
+            return np.zeros(n, bool), np.zeros(n, bool)
+        order = np.argsort(-sims, axis=1, kind="stable")
+        first = order[:, 0]
+        best = sims[np.arange(n), first]
+        closest_up = np.where(self.votes > 0, sims, 0.0).max(axis=1)
+        withheld = (self.votes[first] < 0) & (best >= NEAR) & (best >= MARGIN * closest_up)
+        if sims.shape[1] < 2:
+            return withheld, np.zeros(n, bool)
+        second = order[:, 1]
+        lifted = (
+            (self.votes[first] > 0) & (self.votes[second] > 0) & (sims[np.arange(n), second] >= LIFT_NEAR)
+        )
+        return withheld, lifted
