@@ -35,7 +35,7 @@ from bot.topics.catalog import CatalogTopic, catalog_hierarchy, find_topic, load
 from bot.topics.query import parse_query
 from bot.topics.relevance import DEFAULT_LABELS, HALVES, LabelSet, half_of, load_labels
 from bot.topics.scorer import MIN_POSITIVES, paper_text
-from bot.topics.scorer_ratings import RatedText, RatingView
+from bot.topics.scorer_ratings import ANCHORS, RatedText, RatingView
 
 
 @dataclass
@@ -117,7 +117,14 @@ def evaluate(
             rated.append(RatedText(paper.arxiv_id, paper.title, paper.abstract, 1 if belongs else -1))
             figure.up += belongs
             figure.down += not belongs
-        view = RatingView.build(featurizer, rated)
+        # The papers the channel received and nobody rejected, as the bot samples the topic's matches.
+        rejected = {r.arxiv_id for r in rated if r.net < 0}
+        kept = [
+            (p.title, p.abstract)
+            for p, came in zip(halves[train_half], got, strict=True)
+            if came and p.arxiv_id not in rejected
+        ]
+        view = RatingView.build(featurizer, rated, kept[:ANCHORS])
         # What the server receives of the read half, before and after its ratings are learned.
         read = halves[read_half]
         got = received(read, slug, direct, scorer.suggests(rows[read_half]) if scorer.scored else None, tree)

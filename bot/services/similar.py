@@ -13,7 +13,7 @@ from bot.topics.scorer_similar import nearest, telling_words
 from bot.topics.scorer_training import LearnedScorer
 
 SIMILAR_SHOWN = 5
-CANDIDATES = 200  # papers compared by features: bounds a click's work at any history size
+CANDIDATES = 100  # papers compared by features: bounds a click's work at any history size
 WORDS = 8  # telling words that find the candidates
 
 

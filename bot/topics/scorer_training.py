@@ -49,7 +49,7 @@ from bot.topics.scorer import (
     train_topic,
 )
 from bot.topics.scorer_features import FeatureFile
-from bot.topics.scorer_ratings import RatedText, RatingView
+from bot.topics.scorer_ratings import ANCHORS, RatedText, RatingView
 
 log = logging.getLogger(__name__)
 
@@ -323,7 +323,18 @@ class LearnedScorer:
                 paper = await self.store.papers.get(rated.arxiv_id)
                 if paper is not None:
                     texts.append(RatedText(rated.arxiv_id, paper.title, paper.abstract, rated.net))
-            view = await asyncio.to_thread(RatingView.build, featurizer, texts)
+            rejected = {t.arxiv_id for t in texts if t.net < 0}
+            matched = sorted(set(await self.store.topics.matched_ids(topic_id)) - rejected)
+            if len(matched) > ANCHORS:  # a fixed sample per topic: the same papers at every rebuild
+                matched = sorted(
+                    np.random.default_rng(topic_id).choice(matched, ANCHORS, replace=False).tolist()
+                )
+            kept = []
+            for arxiv_id in matched:
+                paper = await self.store.papers.get(arxiv_id)
+                if paper is not None:
+                    kept.append((paper.title, paper.abstract))
+            view = await asyncio.to_thread(RatingView.build, featurizer, texts, kept)
             if view is not None:
                 views[(topic_id, guild_id)] = view
         self.views = views

@@ -1,9 +1,8 @@
 """Members' ratings measured on labelled real papers (bench/ratings_eval.py): a server whose own query for RL
 post-training is broad (every abstract saying reinforcement learning) rates what its channel receives of one
 half of the labelled records; on the other half, which neither the scorer nor the ratings saw, its channel then
-receives fewer false hits and, when its members also 👍 the right papers they read, loses none of them, in both
-directions of the split. (With 👎 alone, a right paper whose closest rated paper is a 👎 one can be withheld:
-the README gives those figures.)"""
+receives fewer false hits and loses none of the right papers, with 👎 alone or with 👍 too, in both directions
+of the split."""
 
 from __future__ import annotations
 
@@ -36,22 +35,15 @@ def _figures(train_half: str, thumbs_up: bool) -> RatingFigures:
 
 
 @pytest.mark.parametrize("train_half", ["A", "B"])
-def test_ratings_on_what_a_channel_read_raise_precision_without_losing_recall(train_half: str) -> None:
-    figures = _figures(train_half, thumbs_up=True)
-    assert figures.down >= 10 and figures.up >= 50  # the broad query's false and right hits the members read
+@pytest.mark.parametrize("thumbs_up", [False, True], ids=["thumbs-down-only", "thumbs-up-too"])
+def test_ratings_on_what_a_channel_read_raise_precision_without_losing_recall(
+    train_half: str, thumbs_up: bool
+) -> None:
+    figures = _figures(train_half, thumbs_up=thumbs_up)
+    assert figures.down >= 10  # the broad query's false hits the members read
+    assert (figures.up >= 50) == thumbs_up
     before, after = figures.before, figures.after
     assert before.precision is not None and after.precision is not None
     assert after.precision > before.precision
     assert after.recall == before.recall
-    assert [belongs for _, belongs in figures.withheld] == [False] * len(figures.withheld)
-
-
-@pytest.mark.parametrize("train_half", ["A", "B"])
-def test_thumbs_down_alone_raise_precision(train_half: str) -> None:
-    figures = _figures(train_half, thumbs_up=False)
-    assert figures.up == 0 and figures.down >= 10
-    assert figures.after.precision is not None and figures.before.precision is not None
-    assert figures.after.precision > figures.before.precision
-    assert sum(not belongs for _, belongs in figures.withheld) > sum(
-        belongs for _, belongs in figures.withheld
-    )
+    assert figures.withheld and not any(belongs for _, belongs in figures.withheld)

@@ -96,6 +96,8 @@ async def test_a_servers_thumbs_down_keeps_look_alikes_out_of_its_channel_only(w
     look_alike, before_retraining = paper(2, PAPYRUS), paper(3, PAPYRUS)
     # Not before the next retraining: the rating is stored, not yet learned.
     assert await arrive(bot, discord, [before_retraining], labs) == [{before_retraining.arxiv_id}] * 2
+    # (A false hit nobody rejects counts as one the channel keeps: its members reject this one too.)
+    assert "does not belong" in await rate(discord, a_channel, a_alice, before_retraining.arxiv_id, "down")
     await bot.services.topics.retrain()
     real = paper(4, DRAFTING)
     got_a, got_b = await arrive(bot, discord, [look_alike, real], labs)
