@@ -70,15 +70,33 @@ async def test_latest_lists_the_newest_papers_of_a_topic_with_page_buttons(serve
     assert "Axolotl Watch" in lines[0] and "5 newest" in lines[0]
     assert [line.split(" ", 1)[0] for line in lines[1:]] == ["1.", "2.", "3.", "4.", "5."]
     assert [p.arxiv_id in lines[i + 1] for i, p in enumerate(papers[:5])] == [True] * 5
-    assert first["components"] == [] and not first["flags"] & EPHEMERAL  # one page: no buttons; public
+    assert not first["flags"] & EPHEMERAL  # public; one page: no page buttons, the papers' action menus
+    assert [_menu_values(row) for row in first["components"]] == [[p.arxiv_id for p in papers[:5]]] * 4
 
-    paged = await answer(await server.run("latest", topic="axolotl watch", count=7))
+    latest = await server.run("latest", topic="axolotl watch", count=7)
+    paged = await answer(latest)
     assert paged["content"].count("\n") == 5  # header and the first five of seven
-    previous, counter, following = buttons(paged)
+    *menus, pager = paged["components"]
+    assert [_menu_values(row) for row in menus] == [[p.arxiv_id for p in papers[:5]]] * 4
+    previous, counter, following = pager["components"]
     assert (previous["label"], previous["disabled"]) == ("◀", True)
     assert (counter["label"], counter["disabled"]) == ("1/2", True)
     assert (following["label"], following.get("disabled", False)) == ("▶", False)
+
+    # Turning the page shows the next papers' menus; a menu answers whoever picks a paper, privately.
+    fake = server.env.discord
+    turn = await fake.click(paged, following["custom_id"], server.alice)
+    turned = (await turn.wait_response())["data"]
+    assert [_menu_values(row) for row in turned["components"][:4]] == [[p.arxiv_id for p in papers[5:]]] * 4
+    bob = fake.add_member(server.guild, "bob", permissions=SEND_MESSAGES)
+    saved = await (await fake.click(paged, "pw:pick:save:0", bob, [papers[1].arxiv_id])).wait_response()
+    assert saved["type"] == 4 and saved["data"]["flags"] & EPHEMERAL and "Saved" in saved["data"]["content"]
     no_violations(server.env)
+
+
+def _menu_values(row: dict[str, Any]) -> list[str]:
+    [menu] = row["components"]
+    return [option["value"] for option in menu["options"]]
 
 
 @module_loop
@@ -467,6 +485,7 @@ class FakeComponentInteraction:
     user_id: int
     response: FakeResponse = field(default_factory=FakeResponse)
     original_edits: list[dict[str, Any]] = field(default_factory=list)
+    data: dict[str, Any] = field(default_factory=dict)
 
     @property
     def user(self) -> discord.Object:
