@@ -22,7 +22,6 @@ from bot.render import (
     DIGEST_ACTION,
     ActionKind,
     action_button,
-    action_select,
     paper_compact_line,
 )
 from bot.services.ratings import RateOutcome
@@ -143,7 +142,7 @@ class DigestPick(discord.ui.DynamicItem[discord.ui.Select[discord.ui.View]], tem
     ) -> DigestPick:
         kind = cast(ActionKind, match["kind"])
         # The menu as the message holds it (its options are the digest's papers).
-        select = item if isinstance(item, discord.ui.Select) else action_select(kind, [])
+        select = item if isinstance(item, discord.ui.Select) else discord.ui.Select(custom_id=match.group(0))
         return cls(kind, int(match["topic"]), select)
 
     async def callback(self, interaction: discord.Interaction) -> None:
