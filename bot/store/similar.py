@@ -22,9 +22,18 @@ class SimilarRepo:
         if not words or limit <= 0:
             return []
         terms = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
-        rows = await self.db.fetchall(
-            "SELECT p.* FROM papers_fts JOIN papers p ON p.pk = papers_fts.rowid"
-            f" WHERE papers_fts MATCH ? AND p.arxiv_id != ? ORDER BY {_BM25} LIMIT ?",
-            (f"{{title abstract}} : ({terms})", arxiv_id, limit),
+        # Ranked in the index alone, then the few papers read by key: joining first would read the row of
+        # every paper holding any of the words (tens of thousands at 1M papers) before keeping `limit`.
+        ranked = await self.db.fetchall(
+            f"SELECT rowid FROM papers_fts WHERE papers_fts MATCH ? ORDER BY {_BM25} LIMIT ?",
+            (f"{{title abstract}} : ({terms})", limit + 1),
         )
-        return [paper_from_row(r) for r in rows]
+        order = [r[0] for r in ranked]
+        if not order:
+            return []
+        rows = await self.db.fetchall(
+            f"SELECT * FROM papers WHERE pk IN ({','.join('?' * len(order))})", order
+        )
+        by_pk = {r["pk"]: paper_from_row(r) for r in rows}
+        found = [by_pk[pk] for pk in order if pk in by_pk]
+        return [p for p in found if p.arxiv_id != arxiv_id][:limit]

@@ -20,8 +20,13 @@ from bot.topics.scorer import Featurizer, paper_text
 _WORD = re.compile(r"[^\W\d_][\w-]{2,39}")  # a word of letters (digits and hyphens inside), 3-40 long
 
 
+MAX_SHARE = 0.005  # a word in more of the papers than this finds too many candidates to rank quickly
+
+
 def telling_words(featurizer: Featurizer, paper: Paper, count: int = 8) -> list[str]:
-    """The paper's `count` heaviest words (sublinear tf x the scorer's IDF), heaviest first."""
+    """The paper's `count` heaviest words (sublinear tf x the scorer's IDF), heaviest first, leaving out words
+    the IDF says are in more than MAX_SHARE of the papers (unless no other word is left): what the full-text
+    index must rank stays bounded at any history size."""
     tf = Counter(
         w.lower()
         for w in _WORD.findall(paper_text(paper.title, paper.abstract))
@@ -36,8 +41,11 @@ def telling_words(featurizer: Featurizer, paper: Paper, count: int = 8) -> list[
         start, end = rows.indptr[i], rows.indptr[i + 1]
         column = rows.indices[start:end]
         idf = float(featurizer.idf[column].max()) if len(column) else 0.0
-        weights.append((-(1 + np.log(tf[word])) * idf, word))
-    return [word for _, word in sorted(weights)[:count]]
+        weights.append((-(1 + np.log(tf[word])) * idf, idf, word))
+    # idf = ln((1 + n) / (1 + df)) + 1 (bot.topics.scorer.Featurizer.fit): the share df / n it stands for
+    documents = max(featurizer.documents, 1)
+    rare = [w for w in sorted(weights) if ((1 + documents) / np.exp(w[1] - 1) - 1) / documents <= MAX_SHARE]
+    return [word for _, _, word in (rare or sorted(weights))[:count]]
 
 
 def nearest(
