@@ -28,7 +28,15 @@ from bot.topics.catalog import CatalogTopic
 
 log = logging.getLogger(__name__)
 
-COGS = ("cogs.follow", "cogs.momentum", "cogs.history", "cogs.admin", "cogs.ask")
+COGS = (
+    "cogs.follow",
+    "cogs.momentum",
+    "cogs.history",
+    "cogs.admin",
+    "cogs.ask",
+    "cogs.cards",
+    "cogs.saved",
+)
 
 
 def point_discord_at(settings: Settings) -> None:

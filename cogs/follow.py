@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 import discord
@@ -197,8 +197,9 @@ def follow_message(
         lines.pop()  # a very long query leaves less room: show fewer papers rather than cut one
 
 
-def follow_line(follow: Follow, tree: TopicTree | None = None) -> str:
-    """A follow, its topic shown where it sits in the tree ("RL Post-Training › GRPO")."""
+def follow_line(follow: Follow, tree: TopicTree | None = None, ratings: int = 0) -> str:
+    """A follow, its topic shown where it sits in the tree ("RL Post-Training › GRPO"), and how many of this
+    server's 👍 / 👎 its learned scorer learns from."""
     last = (
         f"last post {discord.utils.format_dt(follow.last_post_at, 'R')}"
         if follow.last_post_at
@@ -207,6 +208,7 @@ def follow_line(follow: Follow, tree: TopicTree | None = None) -> str:
     how = "each paper" if follow.mode == "each" else f"digest {follow.digest_hour:02d}:00 UTC"
     name = (tree.label(follow.topic_id) if tree is not None else "") or follow.topic_name
     receives = " · with suggestions" if follow.match == "suggested" else ""
+    receives += f" · learns from {ratings} rating{'s' * (ratings != 1)}" if ratings else ""
     line = f"**{safe_name(name)}** → <#{follow.channel_id}> · {how}{receives} · {last}"
     if follow.broken_reason:
         reason = inert_markdown(clip(follow.broken_reason, 200))
@@ -214,10 +216,18 @@ def follow_line(follow: Follow, tree: TopicTree | None = None) -> str:
     return line
 
 
-def topics_embed(guild_name: str, follows: Sequence[Follow], tree: TopicTree | None = None) -> discord.Embed:
+def topics_embed(
+    guild_name: str,
+    follows: Sequence[Follow],
+    tree: TopicTree | None = None,
+    ratings: Mapping[int, int] | None = None,
+) -> discord.Embed:
+    counts = ratings or {}
     embed = discord.Embed(
         title=clip(f"Followed in {guild_name}", TITLE_LIMIT),
-        description=fit_lines([follow_line(f, tree) for f in follows], DESCRIPTION_LIMIT),
+        description=fit_lines(
+            [follow_line(f, tree, counts.get(f.topic_id, 0)) for f in follows], DESCRIPTION_LIMIT
+        ),
     )
     broken = sum(f.broken for f in follows)
     count = f"{len(follows)} follow" + ("" if len(follows) == 1 else "s")
@@ -403,7 +413,8 @@ class FollowCog(commands.Cog):
             await interaction.response.send_message(NO_FOLLOWS, embed=embed, ephemeral=True)
             return
         guild_name = interaction.guild.name if interaction.guild else "this server"
-        first = topics_embed(guild_name, follows, tree)
+        ratings = await use.ratings.counts(guild_id, sorted(followed))
+        first = topics_embed(guild_name, follows, tree, ratings)
         second = tree_embed(tree, followed, EMBED_TOTAL_LIMIT - embed_size(first), query_only)
         await interaction.response.send_message(embeds=[first, second], ephemeral=True)
 

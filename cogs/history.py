@@ -17,6 +17,7 @@ from bot.models import Paper, SearchHit, TopicRow, split_arxiv_id
 from bot.render import (
     SUGGESTED_NOTE,
     clip,
+    digest_view,
     inert_markdown,
     paper_compact_line,
     paper_embed,
@@ -189,7 +190,13 @@ def latest_pages(
         f"{i}. {paper_compact_line(p)}" + (f" · *{SUGGESTED_NOTE}*" if p.arxiv_id in suggested else "")
         for i, p in enumerate(papers, start=1)
     ]
-    return [Page(content=text) for text in pack_lines(header, entries, per_page=PER_PAGE)]
+    pages = []
+    for start in range(0, len(entries), PER_PAGE):  # five short lines always fit one page
+        [text] = pack_lines(header, entries[start : start + PER_PAGE], per_page=PER_PAGE)
+        # The card actions of the page's papers: a menu per action, as a digest has.
+        actions = tuple(digest_view(papers[start : start + PER_PAGE]).children)
+        pages.append(Page(content=text, items=actions))
+    return pages
 
 
 class HistoryCog(commands.Cog):

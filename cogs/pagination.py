@@ -25,6 +25,9 @@ def inline_text(text: str, limit: int) -> str:
 class Page:
     content: str | None = None
     embeds: tuple[discord.Embed, ...] = ()
+    # Components shown with this page only, in rows 0-3 (the page buttons take row 4): e.g. the card actions of
+    # the papers it lists. They answer their own clicks (persistent items with custom ids), not the paginator.
+    items: tuple[discord.ui.Item[discord.ui.View], ...] = ()
 
     def message_kwargs(self) -> dict[str, Any]:
         # Both always given, so turning to a page replaces what the previous one showed.
@@ -65,6 +68,13 @@ class Paginator(discord.ui.View):
         self.index = 0
         # The latest interaction on the message: its token (15 minutes) edits the message at timeout.
         self.last_interaction: discord.Interaction | None = None
+        self._buttons = (self.previous_page, self.counter, self.next_page)
+        if any(page.items for page in self.pages):
+            for button in self._buttons:  # under the pages' own rows
+                self.remove_item(button)
+                button.row = 4
+                self.add_item(button)
+        self._shown: list[discord.ui.Item[discord.ui.View]] = []
         self._update_buttons()
 
     @property
@@ -84,8 +94,16 @@ class Paginator(discord.ui.View):
         self.previous_page.disabled = self.index == 0
         self.next_page.disabled = self.index == len(self.pages) - 1
         self.counter.label = f"{self.index + 1}/{len(self.pages)}"
+        for item in self._shown:
+            self.remove_item(item)
+        self._shown = list(self.current.items)
+        for item in self._shown:
+            self.add_item(item)
 
     async def interaction_check(self, interaction: discord.Interaction) -> bool:
+        data: dict[str, object] = dict(interaction.data or {})
+        if data.get("custom_id") in {getattr(item, "custom_id", None) for item in self._shown}:
+            return False  # a page's own item: it answers the click itself, whoever clicks
         if self.is_author(interaction.user.id):
             return True
         await interaction.response.send_message(NOT_YOURS, ephemeral=True)
@@ -132,8 +150,14 @@ async def send_pages(
     if view is not None:
         kwargs["view"] = view
         view.last_interaction = interaction
+    elif pages[0].items:
+        kwargs["view"] = items_view = discord.ui.View(timeout=None)
+        for item in pages[0].items:
+            items_view.add_item(item)
     if interaction.response.is_done():
         await interaction.followup.send(**kwargs, ephemeral=ephemeral, wait=True)
     else:
         await interaction.response.send_message(**kwargs, ephemeral=ephemeral)
+    if view is None and "view" in kwargs:
+        kwargs["view"].stop()  # persistent items: nothing to keep for this message
     return view

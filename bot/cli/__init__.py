@@ -28,6 +28,7 @@ from bot.cli.parser import (
 )
 from bot.cli.pipeline import cmd_backfill, cmd_poll, cmd_watch
 from bot.cli.relevance import cmd_relevance
+from bot.cli.saved import cmd_saved
 from bot.cli.scorer import cmd_scorer
 from bot.clock import Clock
 from bot.config import Settings, load_settings, require_token
@@ -84,6 +85,8 @@ def dispatch(args: argparse.Namespace, clock: Clock | None) -> int:
             return asyncio.run(cmd_brief(settings, args.topic, args.weeks, clock))
         case "scorer":
             return asyncio.run(cmd_scorer(settings, args.action, clock))
+        case "saved":
+            return asyncio.run(cmd_saved(settings, args.user, args.bibtex, clock))
     raise AssertionError(f"unhandled command {args.command!r}")
 
 

@@ -198,6 +198,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="train: learn every topic's scorer now (the bot also does it daily); status: scored or query-only",
     )
 
+    saved = sub.add_parser("saved", help="a member's reading list (papers saved with ⭐ on a card)")
+    saved.add_argument(
+        "--user",
+        type=whole_number(1, 2**63 - 1, " (a Discord user id)"),
+        required=True,
+        help="the member's Discord user id",
+    )
+    saved.add_argument("--bibtex", action="store_true", help="print the list as BibTeX (e.g. > saved.bib)")
+
     demo = sub.add_parser(
         "demo",
         help="see paperwatch work in under a minute: a loopback arXiv with real papers, this terminal as the "

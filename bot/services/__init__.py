@@ -18,6 +18,9 @@ from bot.services.ask import AskService
 from bot.services.follows import FollowService
 from bot.services.history import HistoryService
 from bot.services.momentum import MomentumService
+from bot.services.ratings import RatingService
+from bot.services.saved import SavedService
+from bot.services.similar import SimilarService
 from bot.services.status import StatusService
 from bot.services.topics import TopicLimits, TopicService
 from bot.sources.arxiv_api import ArxivClient
@@ -30,7 +33,10 @@ __all__ = [
     "FollowService",
     "HistoryService",
     "MomentumService",
+    "RatingService",
+    "SavedService",
     "Services",
+    "SimilarService",
     "StatusService",
     "TopicService",
 ]
@@ -44,6 +50,9 @@ class Services:
     momentum: MomentumService  # one topic's momentum, a server's topics ranked
     status: StatusService  # what /status shows, the counts the CLI prints
     ask: AskService  # /ask and /brief: answers from the stored papers, with sources
+    ratings: RatingService  # 👍 / 👎 on cards, per server and topic
+    saved: SavedService  # members' reading lists
+    similar: SimilarService  # the stored papers nearest to one
 
     @classmethod
     def build(
@@ -68,4 +77,7 @@ class Services:
             momentum=MomentumService(store, index, clock, settings.arxiv_categories),
             status=StatusService(store, clock, timedelta(minutes=settings.poll_interval_minutes)),
             ask=AskService(store, index, clock, model=model),  # model: LLM_BASE_URL's, if set
+            ratings=RatingService(store, clock),
+            saved=SavedService(store, clock),
+            similar=SimilarService(store, scorer),
         )

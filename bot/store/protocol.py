@@ -40,6 +40,7 @@ from bot.models import (
     UpsertResult,
     Wanted,
 )
+from bot.store.member_protocol import RatingRepository, SavedRepository, SimilarRepository
 
 
 class TopicNameTaken(Exception):
@@ -452,6 +453,15 @@ class Store(Protocol):
 
     @property
     def announcements(self) -> AnnouncementRepository: ...
+
+    @property
+    def ratings(self) -> RatingRepository: ...
+
+    @property
+    def saved(self) -> SavedRepository: ...
+
+    @property
+    def similar(self) -> SimilarRepository: ...
 
     def transaction(self) -> AbstractAsyncContextManager[object]:
         """One write transaction across repositories (e.g. papers and the deliveries they cause): committed
