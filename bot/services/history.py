@@ -22,13 +22,31 @@ from bot.topics.query import TopicQuery
 MAX_LATEST = 50  # papers one /latest lists
 MAX_SEARCH_RESULTS = 50  # hits one /search shows
 FIRST_SEARCH_BATCH = 500  # candidates of a search's first trip to the evaluator; each next trip doubles
+COUNT_CAP = 20_000  # how far a search counts its candidates (~10 ms at 1M): beyond, "more than 20,000"
 
 
 @dataclass(frozen=True)
 class SearchResult:
     hits: list[SearchHit]  # confirmed matches, best first
     checked: int  # candidates the exact evaluator looked at
-    complete: bool  # every candidate was checked: no other stored paper matches
+    complete: bool  # every candidate was checked, or `want` were found among those ranked
+    # When more candidates passed the full-text index than one search ranks (limits.search_candidates), the
+    # hits are the best of the newest `sampled_from` of them: a best-first sample of `candidates` (counted up
+    # to COUNT_CAP: `candidates_capped`). None: every candidate was ranked.
+    sampled_from: int | None = None
+    candidates: int = 0
+    candidates_capped: bool = False
+    by_relevance: bool = True  # False: newest first (a query with no words to rank by, e.g. a bare cat:)
+    confirmed: int = 0  # of the `checked` candidates, how many the exact evaluator kept
+
+    @property
+    def sample(self) -> bool:
+        return self.sampled_from is not None
+
+    @property
+    def confirmed_share(self) -> float:
+        """Of the candidates checked, the share the exact evaluator kept (1.0 when the index was exact)."""
+        return self.confirmed / self.checked if self.checked else 1.0
 
 
 def check_latest_count(count: int) -> None:
@@ -88,16 +106,19 @@ class HistoryService:
         """The `want` best stored matches of a query (among the papers of `topic` as server `guild_id` sees
         it), best first. Candidates come from the full-text index in growing batches and are confirmed by the
         exact evaluator until `want` are found, none is left, or `limits.search_candidates` were checked (then
-        the result is not complete)."""
+        the result is not complete). Only the newest `limits.search_ranked` candidates are ranked, so the cost
+        is bounded by the page, not by the matches: with more candidates the result is a best-first sample
+        (`sampled_from`), and says how many there are, counted up to COUNT_CAP."""
         categories = await self.index.stored_categories(query)
         if categories is None:  # a category no stored paper has: nothing can match
             return SearchResult([], 0, True)
-        bound = self.limits.search_candidates
+        bound, pool = self.limits.search_candidates, self.limits.search_ranked
         fts = query.to_fts5()
         topic_id = topic.id if topic is not None else None
         including = self.index.within(topic.id, guild_id) if topic is not None else []
 
         async def ranked(offset: int, limit: int) -> list[SearchHit]:
+            # Ranked within the newest `pool` candidates: the cost of a page, however many papers match.
             return await self.store.search.ranked(
                 fts,
                 topic_id=topic_id,
@@ -106,16 +127,27 @@ class HistoryService:
                 since=since,
                 limit=limit,
                 offset=offset,
+                pool=pool,
+                snippets=False,
             )
 
+        async def count(cap: int) -> int:
+            return await self.store.search.count(
+                fts, topic_id=topic_id, including=including, categories=categories, since=since, cap=cap
+            )
+
+        exhausted = False
+
         async def batches() -> AsyncIterator[list[SearchHit]]:
+            nonlocal exhausted
             offset, size = 0, FIRST_SEARCH_BATCH
             while offset < bound:
                 size = min(size, bound - offset)
                 batch = await ranked(offset, size)
                 yield batch
                 if len(batch) < size:
-                    return  # the index has no more candidates
+                    exhausted = True  # the index has no more candidates
+                    return
                 offset += size
                 size *= 2
 
@@ -126,10 +158,21 @@ class HistoryService:
                 checked += size
                 found += hits
                 if len(found) >= want:
-                    return SearchResult(found[:want], checked, True)
-        if checked < bound:  # the candidates ran out before the bound
-            return SearchResult(found, checked, True)
-        return SearchResult(found, checked, not await ranked(checked, 1))
+                    break
+        shown = await self.store.search.with_snippets(fts, found[:want])
+        if exhausted and checked < pool:  # every candidate was checked
+            return SearchResult(shown, checked, True, by_relevance=fts is not None, confirmed=len(found))
+        candidates = await count(COUNT_CAP)
+        return SearchResult(
+            shown,
+            checked,
+            len(found) >= want or candidates <= checked,
+            sampled_from=pool if candidates > pool else None,
+            candidates=candidates,
+            candidates_capped=candidates >= COUNT_CAP,
+            by_relevance=fts is not None,
+            confirmed=len(found),
+        )
 
     async def matches(self, query: TopicQuery, *, since: datetime | None = None) -> list[Paper]:
         """Every stored paper the query matches (submitted since `since`), newest first."""

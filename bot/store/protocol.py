@@ -101,12 +101,31 @@ class SearchRepository(Protocol):
         since: datetime | None = None,
         limit: int = 200,
         offset: int = 0,
+        pool: int | None = None,
+        snippets: bool = True,
     ) -> list[SearchHit]:
         """Papers passing the prefilter (and matched by the topic or one of the topics `including` adds to it,
         of any of the categories, submitted since),
         best first by relevance with title hits weighing most (newest first when `fts` is None), from the
-        `offset`-th on, at most `limit`. Each hit's snippet is an excerpt of the abstract with the matched words
-        between HIGHLIGHT_START and HIGHLIGHT_END. Raises ValueError for a negative limit or offset."""
+        `offset`-th on, at most `limit`. `pool`: rank only the newest `pool` candidates, so the cost is that of
+        `pool` rows however many match. Each hit's snippet is an excerpt of the abstract with the matched words
+        between HIGHLIGHT_START and HIGHLIGHT_END (empty without `snippets`). Raises ValueError for a negative
+        limit, offset or pool."""
+
+    async def with_snippets(self, fts: str | None, hits: list[SearchHit]) -> list[SearchHit]:
+        """The hits with their snippets, cut for these hits only."""
+
+    async def count(
+        self,
+        fts: str | None,
+        *,
+        topic_id: int | None = None,
+        including: Sequence[int] = (),
+        categories: Sequence[str] = (),
+        since: datetime | None = None,
+        cap: int,
+    ) -> int:
+        """How many papers pass the prefilter and the filters, counted up to `cap`."""
 
 
 class AnnouncementRepository(Protocol):
