@@ -61,5 +61,5 @@ class Services:
             follows=FollowService(store, topics, clock),
             history=HistoryService(store, index, arxiv, intake, limits),
             momentum=MomentumService(store, index, clock, settings.arxiv_categories),
-            status=StatusService(store, clock, timedelta(minutes=settings.poll_interval_minutes)),
+            status=StatusService(store, clock, timedelta(minutes=settings.poll_interval_minutes), index),
         )

@@ -322,6 +322,15 @@ class TopicRepository(Protocol):
         topics `including` names), newest submission first, from the `offset`-th on, at most `limit`. Raises
         ValueError for a negative limit or offset."""
 
+    async def queue_history(self, topic_ids: Sequence[int], at: datetime) -> None:
+        """Remember that these topics' stored history is still to be matched (kept across restarts)."""
+
+    async def history_queue(self) -> list[int]:
+        """Topics whose history is still to be matched, oldest request first (deleted topics leave it)."""
+
+    async def history_matched(self, topic_id: int) -> None:
+        """The topic's history is matched: it leaves the queue."""
+
     async def count_candidates(
         self, fts: str | None, *, categories: Sequence[str] = (), since: datetime | None = None, cap: int
     ) -> int:

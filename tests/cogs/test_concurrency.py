@@ -6,9 +6,11 @@ a search over a million papers, without any clock."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import pytest
 import pytest_asyncio
@@ -16,11 +18,12 @@ import pytest_asyncio
 from bot.clock import FakeClock
 from bot.store import SqliteStore
 from tests.cogs.world import Env, Server, answer, module_loop, store_as_polled
-from tests.factories import make_paper
+from tests.factories import make_paper, rl_paper
 from tests.fakes.arxiv_server import FakeArxiv
 from tests.fakes.discord_server import LOADING, FakeDiscord
 from tests.harness import running_paperbot, store_of
 
+_GATES = itertools.count()
 BOUND = 30.0  # generous: an answer that is not held comes in milliseconds
 
 
@@ -63,10 +66,12 @@ async def hold_reads(env: Env, gate: threading.Event, count: int) -> list[asynci
         gate.wait(BOUND)
         return 1
 
+    # A new name each time: SQLite refuses to redefine a function while a connection runs a statement.
+    name = f"slow_{next(_GATES)}"
     for conn in store.db.connections():
-        await conn.create_function("slow", 0, slow)
+        await conn.create_function(name, 0, slow)
     held: list[asyncio.Task[object]] = [
-        asyncio.create_task(store.db.fetchall("SELECT slow()")) for _ in range(count)
+        asyncio.create_task(store.db.fetchall(f"SELECT {name}()")) for _ in range(count)
     ]
     for _ in range(count):
         await asyncio.wait_for(started.acquire(), BOUND)
@@ -100,3 +105,39 @@ async def test_search_defers_before_its_query_runs(server: Server) -> None:
         await asyncio.gather(*held)
     message = await answer(search)
     assert not message["flags"] & LOADING and "Quokka" in message["content"]
+
+
+def embed_fields(message: dict[str, Any]) -> dict[str, str]:
+    [embed] = message["embeds"]
+    return {f["name"]: f["value"] for f in embed.get("fields", [])}
+
+
+@module_loop
+async def test_status_and_momentum_say_history_is_still_being_matched(server: Server) -> None:
+    bot = server.env.bot
+    store = sqlite_of(server.env)
+    rl = await bot.services.topics.resolve(server.guild.id, "RL Post-Training")
+    # Papers stored by an earlier release, before the topic existed (so never matched), and queued at start.
+    await store.papers.upsert([rl_paper(9200 + n) for n in range(3)], seen_at=bot.ctx.clock.now())
+    await store.topics.queue_history([rl.id], bot.ctx.clock.now())
+    await answer(await server.run("momentum", topic="RL Post-Training"))  # caches the day counts: reads only now
+    matching = asyncio.create_task(bot.ctx.match_history())  # created outside the transaction below
+    async with store.transaction():  # the matcher's first write waits for this: it is mid-history
+        progress = None
+        while progress is None or not progress.total:
+            progress = bot.services.momentum.index.history_progress(rl.id)
+            if progress is not None and not progress.total:
+                progress.changed.clear()
+                await asyncio.wait_for(progress.changed.wait(), BOUND)
+            elif progress is None:
+                await asyncio.sleep(0)
+        status = await server.run("status")
+        fields = embed_fields((await asyncio.wait_for(status.wait_response(), BOUND))["data"])
+        assert fields["History"].startswith("Matching history: 0%…") and "1 topic" in fields["History"]
+        momentum = await answer(await server.run("momentum", topic="RL Post-Training"))
+        assert "Matching history: 0%…" in embed_fields(momentum)["Still counting"]
+    assert await asyncio.wait_for(matching, BOUND) >= 3
+    done = embed_fields((await (await server.run("status")).wait_response())["data"])
+    assert "History" not in done
+    after = await answer(await server.run("momentum", topic="RL Post-Training"))
+    assert "Still counting" not in embed_fields(after)
