@@ -191,7 +191,9 @@ class TopicRepo:
 
     async def history_queue(self) -> list[int]:
         """Topics whose history is still to be matched, oldest request first."""
-        rows = await self.db.fetchall("SELECT topic_id FROM topic_history_pending ORDER BY queued_at, topic_id")
+        rows = await self.db.fetchall(
+            "SELECT topic_id FROM topic_history_pending ORDER BY queued_at, topic_id"
+        )
         return [row[0] for row in rows]
 
     async def history_matched(self, topic_id: int) -> None:
