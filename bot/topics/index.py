@@ -399,18 +399,27 @@ class TopicIndex:
                 yield checked, papers
 
     async def match_history(
-        self, topic_id: int, query: TopicQuery, since: datetime | None = None, *, rebuild: bool = True
+        self,
+        topic_id: int,
+        query: TopicQuery,
+        since: datetime | None = None,
+        *,
+        rebuild: bool = True,
+        on_progress: Callable[[HistoryProgress], None] | None = None,
     ) -> int:
         """Record every stored paper the query matches, for the topic and its lineage, each batch's matches in
         a short transaction; returns the topic's own matches added. Then (with `rebuild`) the topic's rows held
         through its descendants and its ancestors' rows held through it are recomputed. Stops early when the
-        topic gets another query or is deleted meanwhile: that change matches the history itself."""
+        topic gets another query or is deleted meanwhile: that change matches the history itself.
+        `on_progress` is called after each batch (a /follow reply shows how far it has come)."""
         registered = topic_id in self._queries
         added = 0
         complete = True
         progress = self._progress.setdefault(topic_id, HistoryProgress())
         try:
-            added, complete = await self._match_batches(topic_id, query, since, registered, progress)
+            added, complete = await self._match_batches(
+                topic_id, query, since, registered, progress, on_progress
+            )
         finally:
             if self._progress.get(topic_id) is progress:
                 del self._progress[topic_id]
@@ -427,6 +436,7 @@ class TopicIndex:
         since: datetime | None,
         registered: bool,
         progress: HistoryProgress,
+        on_progress: Callable[[HistoryProgress], None] | None,
     ) -> tuple[int, bool]:
         added = 0
         history = self._confirmed_history(query, since=since, progress=progress)
@@ -443,4 +453,6 @@ class TopicIndex:
                     through=[(a, p.arxiv_id) for a in above for p in papers],
                 )
                 progress.advance(checked)
+                if on_progress is not None:
+                    on_progress(progress)
         return added, True
