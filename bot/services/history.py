@@ -117,17 +117,27 @@ class HistoryService:
         topic_id = topic.id if topic is not None else None
         including = self.index.within(topic.id, guild_id) if topic is not None else []
 
+        # Ranked once within the newest `pool` candidates (the cost of a page, however many papers match),
+        # then read a batch at a time; with no words, newest first straight from the index.
+        order = (
+            await self.store.search.ranked_ids(
+                fts, topic_id=topic_id, including=including, categories=categories, since=since, pool=pool
+            )
+            if fts is not None
+            else []
+        )
+
         async def ranked(offset: int, limit: int) -> list[SearchHit]:
-            # Ranked within the newest `pool` candidates: the cost of a page, however many papers match.
+            if fts is not None:
+                return await self.store.search.hits(order[offset : offset + limit])
             return await self.store.search.ranked(
-                fts,
+                None,
                 topic_id=topic_id,
                 including=including,
                 categories=categories,
                 since=since,
                 limit=limit,
                 offset=offset,
-                pool=pool,
                 snippets=False,
             )
 

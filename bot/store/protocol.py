@@ -101,16 +101,29 @@ class SearchRepository(Protocol):
         since: datetime | None = None,
         limit: int = 200,
         offset: int = 0,
-        pool: int | None = None,
         snippets: bool = True,
     ) -> list[SearchHit]:
         """Papers passing the prefilter (and matched by the topic or one of the topics `including` adds to it,
         of any of the categories, submitted since),
         best first by relevance with title hits weighing most (newest first when `fts` is None), from the
-        `offset`-th on, at most `limit`. `pool`: rank only the newest `pool` candidates, so the cost is that of
-        `pool` rows however many match. Each hit's snippet is an excerpt of the abstract with the matched words
+        `offset`-th on, at most `limit`. Each hit's snippet is an excerpt of the abstract with the matched words
         between HIGHLIGHT_START and HIGHLIGHT_END (empty without `snippets`). Raises ValueError for a negative
-        limit, offset or pool."""
+        limit or offset."""
+
+    async def ranked_ids(
+        self,
+        fts: str,
+        *,
+        topic_id: int | None = None,
+        including: Sequence[int] = (),
+        categories: Sequence[str] = (),
+        since: datetime | None = None,
+        pool: int,
+    ) -> list[int]:
+        """The newest `pool` candidates' row ids (filtered as `ranked`), best first, ranked once."""
+
+    async def hits(self, pks: Sequence[int]) -> list[SearchHit]:
+        """The papers of these row ids, in that order, as hits without a snippet."""
 
     async def with_snippets(self, fts: str | None, hits: list[SearchHit]) -> list[SearchHit]:
         """The hits with their snippets, cut for these hits only."""

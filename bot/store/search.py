@@ -36,46 +36,65 @@ class SearchRepo:
         since: datetime | None = None,
         limit: int = 200,
         offset: int = 0,
-        pool: int | None = None,
         snippets: bool = True,
     ) -> list[SearchHit]:
         """Best matches first (newest first when there is no text to rank by), from the `offset`-th on.
         Callers confirm each hit with the query's exact evaluator: FTS5 is a prefilter that may return more
         (an ANDNOT part, an id or a category prefix are left to the evaluator). `including`: topics whose
-        papers count as the topic's too (a server's own topics under a catalog topic). `pool`: rank only the
-        newest `pool` candidates (the cost then stays that of `pool` rows however many match). Without
-        `snippets`, hits carry an empty snippet: `with_snippets` cuts them for the hits kept."""
+        papers count as the topic's too (a server's own topics under a catalog topic). This ranks every
+        candidate: /search ranks a bounded pool instead (`ranked_ids`). Without `snippets`, hits carry an
+        empty snippet: `with_snippets` cuts them for the hits kept."""
         if limit < 0 or offset < 0:  # SQLite reads LIMIT -1 as "no limit"
             raise ValueError(f"limit and offset must not be negative (got {limit}, {offset})")
-        if pool is not None and pool < 0:
-            raise ValueError(f"pool must not be negative (got {pool})")
         if fts is None:
             return await self._newest(topic_id, including, categories, since, limit, offset)
         where, params = paper_filter(
             topic_id=topic_id, including=including, categories=categories, since=since
         )
-        if pool is None:
-            rows = await self.db.fetchall(
-                f"SELECT p.*, {_BM25} AS score FROM papers_fts"
-                f" JOIN papers p ON p.pk = papers_fts.rowid WHERE papers_fts MATCH ?{where}"
-                " ORDER BY score, p.pk LIMIT ? OFFSET ?",
-                (fts, *params, limit, offset),
-            )
-        else:
-            # The newest `pool` candidates (FTS5 walks its doclists by descending rowid and stops there),
-            # ranked among themselves; only the page's rows are read from papers.
-            # bm25 costs ~15 µs a row at 1M papers: the pool, not the matches, sets the cost.
-            joined = f" JOIN papers p ON p.pk = papers_fts.rowid WHERE papers_fts MATCH ?{where}"
-            rows = await self.db.fetchall(
-                f"WITH candidates AS (SELECT papers_fts.rowid AS pk, {_BM25} AS score FROM papers_fts"
-                f"{joined if where else ' WHERE papers_fts MATCH ?'}"
-                " ORDER BY papers_fts.rowid DESC LIMIT ?),"
-                " page AS (SELECT pk, score FROM candidates ORDER BY score, pk LIMIT ? OFFSET ?)"
-                " SELECT p.*, page.score FROM page JOIN papers p ON p.pk = page.pk ORDER BY page.score, p.pk",
-                (fts, *params, pool, limit, offset),
-            )
+        rows = await self.db.fetchall(
+            f"SELECT p.*, {_BM25} AS score FROM papers_fts"
+            f" JOIN papers p ON p.pk = papers_fts.rowid WHERE papers_fts MATCH ?{where}"
+            " ORDER BY score, p.pk LIMIT ? OFFSET ?",
+            (fts, *params, limit, offset),
+        )
         hits = [SearchHit(paper_from_row(r), "") for r in rows]
         return await self.with_snippets(fts, hits) if snippets else hits
+
+    async def ranked_ids(
+        self,
+        fts: str,
+        *,
+        topic_id: int | None = None,
+        including: Sequence[int] = (),
+        categories: Sequence[str] = (),
+        since: datetime | None = None,
+        pool: int,
+    ) -> list[int]:
+        """The newest `pool` candidates' row ids, best first: ranked once, then read a page at a time with
+        `hits` (ranking again for each page cost a NOT query, whose pages are mostly rejected, 4x)."""
+        if pool < 0:
+            raise ValueError(f"pool must not be negative (got {pool})")
+        where, params = paper_filter(
+            topic_id=topic_id, including=including, categories=categories, since=since
+        )
+        joined = f" JOIN papers p ON p.pk = papers_fts.rowid WHERE papers_fts MATCH ?{where}"
+        rows = await self.db.fetchall(
+            f"SELECT pk FROM (SELECT papers_fts.rowid AS pk, {_BM25} AS score FROM papers_fts"
+            f"{joined if where else ' WHERE papers_fts MATCH ?'}"
+            " ORDER BY papers_fts.rowid DESC LIMIT ?) ORDER BY score, pk",
+            (fts, *params, pool),
+        )
+        return [row[0] for row in rows]
+
+    async def hits(self, pks: Sequence[int]) -> list[SearchHit]:
+        """The papers of these row ids, in that order, as hits without a snippet (`with_snippets`)."""
+        if not pks:
+            return []
+        rows = await self.db.fetchall(
+            f"SELECT * FROM papers WHERE pk IN ({','.join('?' * len(pks))})", tuple(pks)
+        )
+        by_pk = {row["pk"]: row for row in rows}
+        return [SearchHit(paper_from_row(by_pk[pk]), "") for pk in pks if pk in by_pk]
 
     async def with_snippets(self, fts: str | None, hits: list[SearchHit]) -> list[SearchHit]:
         """The hits with their snippet: the abstract around the words `fts` matched, between HIGHLIGHT_START
