@@ -59,7 +59,7 @@ class Services:
         return cls(
             topics=topics,
             follows=FollowService(store, topics, clock),
-            history=HistoryService(store, index, arxiv, intake, limits),
+            history=HistoryService(store, index, arxiv, intake, limits, clock),
             momentum=MomentumService(store, index, clock, settings.arxiv_categories),
             status=StatusService(store, clock, timedelta(minutes=settings.poll_interval_minutes), index),
         )

@@ -8,6 +8,7 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from datetime import datetime
 
+from bot.clock import Clock, SystemClock
 from bot.errors import PaperwatchError, SourceError
 from bot.intake import Intake
 from bot.models import CATALOG_GUILD, Paper, SearchHit, TopicRow, fold_name
@@ -21,7 +22,12 @@ from bot.topics.query import TopicQuery
 
 MAX_LATEST = 50  # papers one /latest lists
 MAX_SEARCH_RESULTS = 50  # hits one /search shows
-FIRST_SEARCH_BATCH = 500  # candidates of a search's first trip to the evaluator; each next trip doubles
+FIRST_SEARCH_BATCH = (
+    100  # candidates of a search's first trip to the evaluator (twice a page); each next doubles
+)
+# Wall time a search may spend confirming candidates before it answers with what it found, as a partial result: a
+# query the index cannot narrow (a word in most papers ANDNOT another in most) would check thousands.
+SEARCH_BUDGET_SECONDS = 0.2
 COUNT_CAP = 20_000  # how far a search counts its candidates (~10 ms at 1M): beyond, "more than 20,000"
 
 
@@ -62,7 +68,9 @@ class HistoryService:
         arxiv: ArxivClient,
         intake: Intake,
         limits: TopicLimits | None = None,
+        clock: Clock | None = None,
     ) -> None:
+        self.clock = clock or SystemClock()
         self.store = store
         self.index = index
         self.arxiv = arxiv
@@ -105,8 +113,8 @@ class HistoryService:
     ) -> SearchResult:
         """The `want` best stored matches of a query (among the papers of `topic` as server `guild_id` sees
         it), best first. Candidates come from the full-text index in growing batches and are confirmed by the
-        exact evaluator until `want` are found, none is left, or `limits.search_candidates` were checked (then
-        the result is not complete). Only the newest `limits.search_ranked` candidates are ranked, so the cost
+        exact evaluator until `want` are found, none is left, `limits.search_candidates` were checked or
+        SEARCH_BUDGET_SECONDS have passed (then the result is not complete). Only the newest `limits.search_ranked` candidates are ranked, so the cost
         is bounded by the page, not by the matches: with more candidates the result is a best-first sample
         (`sampled_from`), and says how many there are, counted up to COUNT_CAP."""
         categories = await self.index.stored_categories(query)
@@ -163,13 +171,20 @@ class HistoryService:
 
         found: list[SearchHit] = []
         checked = 0
+        deadline = self.clock.monotonic() + SEARCH_BUDGET_SECONDS
+        over_budget = False
         async with aclosing(confirmed(query, batches(), lambda hit: hit.paper)) as confirming:
             async for size, hits in confirming:
                 checked += size
                 found += hits
                 if len(found) >= want:
                     break
+                if self.clock.monotonic() > deadline and not exhausted:
+                    over_budget = True
+                    break
         shown = await self.store.search.with_snippets(fts, found[:want])
+        if over_budget:
+            return SearchResult(shown, checked, False, by_relevance=fts is not None, confirmed=len(found))
         if exhausted and checked < pool:  # every candidate was checked
             return SearchResult(shown, checked, True, by_relevance=fts is not None, confirmed=len(found))
         candidates = await count(COUNT_CAP)
