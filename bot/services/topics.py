@@ -58,7 +58,7 @@ class TopicLimits:
     broad_floor: int = 1_000  # ...but any topic may need this many (a small history is cheap to scan)...
     history_candidates: int = 50_000  # ...and none more than this
     search_candidates: int = 10_000  # papers one /search checks before it answers with what it found
-    search_ranked: int = 4_000  # newest candidates one /search ranks: beyond, a best-first sample
+    search_ranked: int = 2_000  # newest candidates one /search ranks: beyond, a best-first sample
 
     def broad_limit(self, stored: int) -> int:
         """The most candidates a topic's history scan may have, with `stored` papers in the store."""
