@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import weakref
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -12,6 +14,11 @@ import discord
 from bot.render import CONTENT_LIMIT, clip, inert_fit
 
 PAGE_TIMEOUT = 600.0  # seconds without a click before the buttons go grey
+# Pages kept turnable at once, per bot: each live paginator holds its pages and interaction in memory until its
+# timeout, so a busy server's searches (455 in ten minutes of the 1M benchmark) grew the bot without bound. Past
+# this, the oldest goes grey early.
+MAX_LIVE_PAGINATORS = 200
+_live: weakref.WeakKeyDictionary[discord.Client, deque[Paginator]] = weakref.WeakKeyDictionary()
 NOT_YOURS = "Only the person who ran the command can turn pages. Run it yourself to get your own copy."
 
 
@@ -136,4 +143,16 @@ async def send_pages(
         await interaction.followup.send(**kwargs, ephemeral=ephemeral, wait=True)
     else:
         await interaction.response.send_message(**kwargs, ephemeral=ephemeral)
+    if view is not None:
+        await _keep_live(interaction.client, view)
     return view
+
+
+async def _keep_live(client: discord.Client, view: Paginator) -> None:
+    live = _live.setdefault(client, deque())
+    live.append(view)
+    while len(live) > MAX_LIVE_PAGINATORS:
+        oldest = live.popleft()
+        if not oldest.is_finished():
+            oldest.stop()  # forgotten by discord.py's view store: its pages can go
+            await oldest.on_timeout()

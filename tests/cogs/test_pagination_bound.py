@@ -1,0 +1,47 @@
+"""Paginated answers kept turnable are bounded per bot: past the bound the oldest goes grey early, so a busy
+server's searches do not keep every answer's pages in memory for ten minutes."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+import cogs.pagination
+from bot.clock import FakeClock
+from tests.cogs.world import Env, answer, module_loop, store_as_polled
+from tests.factories import make_paper
+from tests.fakes.arxiv_server import FakeArxiv
+from tests.fakes.discord_server import FakeDiscord
+from tests.harness import running_paperbot
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def env(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Env]:
+    async with FakeDiscord() as fake_discord, FakeArxiv() as fake_arxiv:
+        path = tmp_path_factory.mktemp("pagination")
+        async with running_paperbot(path, fake_discord, fake_arxiv, clock=FakeClock()) as bot:
+            yield Env(fake_discord, fake_arxiv, bot)
+
+
+def buttons(message: dict[str, Any]) -> list[dict[str, Any]]:
+    return [c for row in message["components"] for c in row["components"]]
+
+
+@module_loop
+async def test_past_the_bound_the_oldest_pages_go_grey(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cogs.pagination, "MAX_LIVE_PAGINATORS", 2)
+    server = env.new_server()
+    await store_as_polled(env.bot, [make_paper(400 + i, title=f"Pangolin scale study {i}") for i in range(7)])
+    await env.bot.services.topics.save_custom(server.guild.id, "Pangolins", "ti:pangolin")
+    runs = [await server.run("latest", topic="Pangolins", count=7) for _ in range(3)]
+    answers = [await answer(run) for run in runs]
+    assert all(not buttons(a)[2].get("disabled", False) for a in answers)  # ▶ turns on each, as sent
+    # the third answer pushed the first out: its buttons are greyed, the two newest still turn
+    await env.discord.wait_for(lambda: bool(runs[0].edits))
+    [greyed] = runs[0].edits
+    assert [(b["label"], b["disabled"]) for b in buttons(greyed)] == [("◀", True), ("1/2", True), ("▶", True)]
+    assert [run.edits for run in runs[1:]] == [[], []]  # the two newest still turn
+    assert env.discord.violations == []
