@@ -175,10 +175,10 @@ async def concurrency(result: Result, a: Client, b: Client, words: dict[str, str
             await asyncio.sleep(0.005)  # it has started
             first, _ = await b.run("topics")
             firsts.append(first)
-            _, full = await expensive
-            result.timings.setdefault(
-                f"/{name} {'(common word)' if name == 'search' else '(broad query)'}", []
-            ).append(full)
+            own_first, full = await expensive
+            label = f"/{name} {'(common word)' if name == 'search' else '(broad query)'}"
+            result.timings.setdefault(label, []).append(full)
+            result.timings.setdefault(f"{label}: first response", []).append(own_first)
         result.concurrent[name] = firsts
 
 
@@ -233,7 +233,8 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
         for r in results:
             t = r.timings.get(label, [])
             values.append(f"p50 {statistics.median(t):.0f} / p95 {p95(t):.0f} ms" if t else "-")
-        row(f"{label}, full answer", values, f"p95 <= {GOAL_P95_MS} ms and <= 2x at 10k")
+        shown = label if label.endswith("first response") else f"{label}, full answer"
+        row(shown, values, f"p95 <= {GOAL_P95_MS} ms and <= 2x at 10k")
     row(
         f"resident memory of the process after {args.mix} mixed commands (before them; before the bot started)",
         [f"{r.rss_after:.0f} MiB ({r.rss_before:.0f}; {r.rss_fakes:.0f})" for r in results],
