@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import weakref
 from collections import deque
@@ -9,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import aiohttp
 import discord
 
 from bot.render import CONTENT_LIMIT, clip, inert_fit
@@ -19,6 +21,7 @@ PAGE_TIMEOUT = 600.0  # seconds without a click before the buttons go grey
 # this, the oldest goes grey early.
 MAX_LIVE_PAGINATORS = 200
 _live: weakref.WeakKeyDictionary[discord.Client, deque[Paginator]] = weakref.WeakKeyDictionary()
+_greying: set[asyncio.Task[None]] = set()  # held until done (the loop keeps only weak references to tasks)
 NOT_YOURS = "Only the person who ran the command can turn pages. Run it yourself to get your own copy."
 
 
@@ -139,20 +142,32 @@ async def send_pages(
     if view is not None:
         kwargs["view"] = view
         view.last_interaction = interaction
+        _keep_live(interaction.client, view)  # before the answer shows: the oldest is being greyed by then
     if interaction.response.is_done():
         await interaction.followup.send(**kwargs, ephemeral=ephemeral, wait=True)
     else:
         await interaction.response.send_message(**kwargs, ephemeral=ephemeral)
-    if view is not None:
-        await _keep_live(interaction.client, view)
     return view
 
 
-async def _keep_live(client: discord.Client, view: Paginator) -> None:
+def _keep_live(client: discord.Client, view: Paginator) -> None:
     live = _live.setdefault(client, deque())
     live.append(view)
     while len(live) > MAX_LIVE_PAGINATORS:
         oldest = live.popleft()
         if not oldest.is_finished():
             oldest.stop()  # forgotten by discord.py's view store: its pages can go
-            await oldest.on_timeout()
+            # Greyed in the background: the answer being sent must not wait for another message's edit.
+            greying = asyncio.create_task(_grey(oldest))
+            _greying.add(greying)
+            greying.add_done_callback(_greying.discard)
+
+
+async def greying_done() -> None:
+    """Return once every paginator pushed out so far is greyed (for a test, or a clean shutdown)."""
+    await asyncio.gather(*_greying)
+
+
+async def _grey(view: Paginator) -> None:
+    with contextlib.suppress(discord.HTTPException, aiohttp.ClientError, RuntimeError):  # cosmetic, and at
+        await view.on_timeout()  # shutdown the session may be gone

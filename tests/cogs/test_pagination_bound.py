@@ -3,6 +3,7 @@ server's searches do not keep every answer's pages in memory for ten minutes."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -36,11 +37,13 @@ async def test_past_the_bound_the_oldest_pages_go_grey(env: Env, monkeypatch: py
     server = env.new_server()
     await store_as_polled(env.bot, [make_paper(400 + i, title=f"Pangolin scale study {i}") for i in range(7)])
     await env.bot.services.topics.save_custom(server.guild.id, "Pangolins", "ti:pangolin")
-    runs = [await server.run("latest", topic="Pangolins", count=7) for _ in range(3)]
-    answers = [await answer(run) for run in runs]
+    runs, answers = [], []
+    for _ in range(3):  # one after the other: the first is the oldest
+        runs.append(await server.run("latest", topic="Pangolins", count=7))
+        answers.append(await answer(runs[-1]))
     assert all(not buttons(a)[2].get("disabled", False) for a in answers)  # ▶ turns on each, as sent
     # the third answer pushed the first out: its buttons are greyed, the two newest still turn
-    await env.discord.wait_for(lambda: bool(runs[0].edits))
+    await asyncio.wait_for(cogs.pagination.greying_done(), 30)  # greyed in the background
     [greyed] = runs[0].edits
     assert [(b["label"], b["disabled"]) for b in buttons(greyed)] == [("◀", True), ("1/2", True), ("▶", True)]
     assert [run.edits for run in runs[1:]] == [[], []]  # the two newest still turn
