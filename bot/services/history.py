@@ -25,8 +25,9 @@ MAX_SEARCH_RESULTS = 50  # hits one /search shows
 FIRST_SEARCH_BATCH = (
     100  # candidates of a search's first trip to the evaluator (twice a page); each next doubles
 )
-# Wall time a search may spend confirming candidates before it answers with what it found, as a partial result: a
-# query the index cannot narrow (a word in most papers ANDNOT another in most) would check thousands.
+# Wall time a search may spend (ranking, then confirming candidates) before it answers with what it found, as a
+# partial result: a query the index cannot narrow (a word in most papers ANDNOT another in most) would check
+# thousands. The first batch is always checked.
 SEARCH_BUDGET_SECONDS = 0.2
 MAX_SEARCH_BATCH = 400  # the budget is checked between batches: a batch is what it may overrun by (~50 ms)
 COUNT_CAP = 20_000  # how far a search counts its candidates (~10 ms at 1M): beyond, "more than 20,000"
@@ -118,6 +119,7 @@ class HistoryService:
         SEARCH_BUDGET_SECONDS have passed (then the result is not complete). Only the newest `limits.search_ranked` candidates are ranked, so the cost
         is bounded by the page, not by the matches: with more candidates the result is a best-first sample
         (`sampled_from`), and says how many there are, counted up to COUNT_CAP."""
+        deadline = self.clock.monotonic() + SEARCH_BUDGET_SECONDS  # ranking included
         categories = await self.index.stored_categories(query)
         if categories is None:  # a category no stored paper has: nothing can match
             return SearchResult([], 0, True)
@@ -172,7 +174,6 @@ class HistoryService:
 
         found: list[SearchHit] = []
         checked = 0
-        deadline = self.clock.monotonic() + SEARCH_BUDGET_SECONDS
         over_budget = False
         async with aclosing(confirmed(query, batches(), lambda hit: hit.paper)) as confirming:
             async for size, hits in confirming:
