@@ -116,9 +116,10 @@ class HistoryService:
         """The `want` best stored matches of a query (among the papers of `topic` as server `guild_id` sees
         it), best first. Candidates come from the full-text index in growing batches and are confirmed by the
         exact evaluator until `want` are found, none is left, `limits.search_candidates` were checked or
-        SEARCH_BUDGET_SECONDS have passed (then the result is not complete). Only the newest `limits.search_ranked` candidates are ranked, so the cost
-        is bounded by the page, not by the matches: with more candidates the result is a best-first sample
-        (`sampled_from`), and says how many there are, counted up to COUNT_CAP."""
+        SEARCH_BUDGET_SECONDS have passed (then the result is not complete). Only the newest
+        `limits.search_ranked` candidates are ranked, so the cost is bounded by the page, not by the matches:
+        with more candidates the result is a best-first sample (`sampled_from`), and says how many there are,
+        counted up to COUNT_CAP."""
         deadline = self.clock.monotonic() + SEARCH_BUDGET_SECONDS  # ranking included
         categories = await self.index.stored_categories(query)
         if categories is None:  # a category no stored paper has: nothing can match
