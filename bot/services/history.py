@@ -28,7 +28,7 @@ FIRST_SEARCH_BATCH = (
 # Wall time a search may spend (ranking, then confirming candidates) before it answers with what it found, as a
 # partial result: a query the index cannot narrow (a word in most papers ANDNOT another in most) would check
 # thousands. The first batch is always checked.
-SEARCH_BUDGET_SECONDS = 0.2
+SEARCH_BUDGET_SECONDS = 0.12
 MAX_SEARCH_BATCH = 400  # the budget is checked between batches: a batch is what it may overrun by (~50 ms)
 COUNT_CAP = 20_000  # how far a search counts its candidates (~10 ms at 1M): beyond, "more than 20,000"
 
