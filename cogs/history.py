@@ -166,7 +166,7 @@ def matching_text(result: SearchResult) -> str:
 
 
 def sample_text(result: SearchResult, shown: int) -> str:
-    """"12,345 stored papers match; showing the 50 most relevant [of the 10,000 newest]"."""
+    """The count and what is shown: 12,345 stored papers match; showing the 50 most relevant [of the 2,000 newest]."""
     which = "most relevant" if result.by_relevance else "newest"
     among = f" of the {result.sampled_from:,} newest" if result.sample and result.by_relevance else ""
     papers = "paper matches" if result.candidates == 1 else "papers match"
