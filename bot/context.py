@@ -46,6 +46,12 @@ class AppContext:
     _store: Store = field(repr=False)
     _arxiv: ArxivClient = field(repr=False)
     _feeds: FeedReader | None = field(default=None, repr=False)  # None: ARXIV_RSS_URL is off
+    _index: TopicIndex | None = field(default=None, repr=False)
+
+    async def match_history(self) -> int:
+        """Match the stored history of the topics queued at start (catalog topics new or changed), in chunks:
+        the bot runs it in the background once it answers commands. Returns the matches added."""
+        return await self._index.catch_up() if self._index is not None else 0
 
     @property
     def arxiv_requests_sent(self) -> int:
@@ -109,9 +115,15 @@ def feed_refusal(settings: Settings) -> str | None:
 
 @asynccontextmanager
 async def open_context(
-    settings: Settings, clock: Clock | None = None, *, extra_topics: Sequence[CatalogTopic] = ()
+    settings: Settings,
+    clock: Clock | None = None,
+    *,
+    extra_topics: Sequence[CatalogTopic] = (),
+    history_in_background: bool = False,
 ) -> AsyncIterator[AppContext]:
-    """Everything the bot and the CLI run on; `extra_topics` join the catalog (the demo's topic)."""
+    """Everything the bot and the CLI run on; `extra_topics` join the catalog (the demo's topic). The history
+    of catalog topics new or changed is matched before this returns, or, with `history_in_background`, left
+    to the caller's `AppContext.match_history` (the bot answers commands meanwhile)."""
     clock = clock or SystemClock()
     store = await open_store(settings.database_path, clock)
     http = build_http_client(settings.user_agent)
@@ -126,7 +138,7 @@ async def open_context(
     try:
         index = TopicIndex(store, clock)
         catalog = [*load_catalog(), *extra_topics]
-        await index.start(catalog)
+        await index.start(catalog, history_later=history_in_background)
         scorer = LearnedScorer(
             store, scorer_folder(settings.database_path), catalog=catalog, labels=DEFAULT_LABELS, clock=clock
         )
@@ -144,7 +156,7 @@ async def open_context(
             model=chat_model(settings, llm_http),
         )
         feeds = FeedReader(polite) if rss_enabled(settings) else None
-        yield AppContext(settings, clock, services, intake, store, arxiv, feeds)
+        yield AppContext(settings, clock, services, intake, store, arxiv, feeds, index)
     finally:
         await http.aclose()
         if llm_http is not None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
@@ -27,7 +29,13 @@ from bot.render import (
     paper_compact_line,
     safe_name,
 )
-from bot.services.follows import DEFAULT_DIGEST_HOUR, DEFAULT_MATCH, Followed, UnfollowPlan
+from bot.services.follows import (
+    DEFAULT_DIGEST_HOUR,
+    DEFAULT_MATCH,
+    Followed,
+    HistoryProgress,
+    UnfollowPlan,
+)
 from bot.services.topics import MAX_NAME_LENGTH, MAX_QUERY_LENGTH, NO_PARENT, TopicTree
 from cogs.common import guild_id_of, services, topic_autocomplete
 
@@ -278,6 +286,34 @@ NO_FOLLOWS = (
 )
 
 
+class HistoryReply:
+    """Shows in a deferred /follow reply how far a long history match has come ("Matching history: 40%…"),
+    edited in at each tenth, one edit at a time; a history matched in one batch shows nothing."""
+
+    def __init__(self, interaction: discord.Interaction) -> None:
+        self.interaction = interaction
+        self.shown = -1
+        self.edit: asyncio.Task[object] | None = None
+        self.edited = False
+
+    def progress(self, progress: HistoryProgress) -> None:
+        tenth = int(progress.share * 10)
+        if not 0 < progress.share < 1 or tenth <= self.shown or (self.edit and not self.edit.done()):
+            return
+        self.shown, self.edited = tenth, True
+        text = matching_text(progress.share)
+        self.edit = asyncio.create_task(self.interaction.edit_original_response(content=text))
+
+    async def settled(self) -> None:
+        if self.edit is not None:
+            with contextlib.suppress(discord.HTTPException):  # a lost progress edit loses nothing
+                await self.edit
+
+
+def matching_text(share: float) -> str:
+    return f"Matching history: {share:.0%}… (every stored paper is checked against the query)"
+
+
 # ---------------------------------------------------------------------------------------------------------
 # The cog
 
@@ -330,7 +366,9 @@ class FollowCog(commands.Cog):
             require_may_change_topic(member, plan.topic_name, plan.guarded, target.guild)
         await interaction.response.defer(thinking=True)  # history matching and momentum take a while
 
-        done = await use.follows.follow(plan)
+        shown = HistoryReply(interaction)
+        done = await use.follows.follow(plan, shown.progress)
+        await shown.settled()
         guild_id = guild_id_of(interaction)
         text = follow_message(
             topic=done.topic,
@@ -341,7 +379,10 @@ class FollowCog(commands.Cog):
             momentum=await use.momentum.topic(done.topic, guild_id=guild_id),
             latest=await use.history.latest(done.topic, PREVIEW_PAPERS, guild_id),
         )
-        await interaction.followup.send(text)
+        if shown.edited:  # the reply shows the progress: it becomes the answer
+            await interaction.edit_original_response(content=text)
+        else:
+            await interaction.followup.send(text)
 
     @app_commands.command(name="unfollow", description="Stop posting a topic's papers in this server")
     @app_commands.guild_only()

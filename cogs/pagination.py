@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import weakref
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import aiohttp
 import discord
 
 from bot.render import CONTENT_LIMIT, clip, inert_fit
 
 PAGE_TIMEOUT = 600.0  # seconds without a click before the buttons go grey
+# Pages kept turnable at once, per bot: each live paginator holds its pages and interaction in memory until its
+# timeout, so a busy server's searches (455 in ten minutes of the 1M benchmark) grew the bot without bound. Past
+# this, the oldest goes grey early.
+MAX_LIVE_PAGINATORS = 200
+_live: weakref.WeakKeyDictionary[discord.Client, deque[Paginator]] = weakref.WeakKeyDictionary()
+_greying: set[asyncio.Task[None]] = set()  # held until done (the loop keeps only weak references to tasks)
 NOT_YOURS = "Only the person who ran the command can turn pages. Run it yourself to get your own copy."
 
 
@@ -150,6 +160,7 @@ async def send_pages(
     if view is not None:
         kwargs["view"] = view
         view.last_interaction = interaction
+        _keep_live(interaction.client, view)  # before the answer shows: the oldest is being greyed by then
     elif pages[0].items:
         kwargs["view"] = items_view = discord.ui.View(timeout=None)
         for item in pages[0].items:
@@ -161,3 +172,26 @@ async def send_pages(
     if view is None and "view" in kwargs:
         kwargs["view"].stop()  # persistent items: nothing to keep for this message
     return view
+
+
+def _keep_live(client: discord.Client, view: Paginator) -> None:
+    live = _live.setdefault(client, deque())
+    live.append(view)
+    while len(live) > MAX_LIVE_PAGINATORS:
+        oldest = live.popleft()
+        if not oldest.is_finished():
+            oldest.stop()  # forgotten by discord.py's view store: its pages can go
+            # Greyed in the background: the answer being sent must not wait for another message's edit.
+            greying = asyncio.create_task(_grey(oldest))
+            _greying.add(greying)
+            greying.add_done_callback(_greying.discard)
+
+
+async def greying_done() -> None:
+    """Return once every paginator pushed out so far is greyed (for a test, or a clean shutdown)."""
+    await asyncio.gather(*_greying)
+
+
+async def _grey(view: Paginator) -> None:
+    with contextlib.suppress(discord.HTTPException, aiohttp.ClientError, RuntimeError):  # cosmetic, and at
+        await view.on_timeout()  # shutdown the session may be gone

@@ -73,9 +73,9 @@ class Services:
         return cls(
             topics=topics,
             follows=FollowService(store, topics, clock),
-            history=HistoryService(store, index, arxiv, intake, limits),
+            history=HistoryService(store, index, arxiv, intake, limits, clock),
             momentum=MomentumService(store, index, clock, settings.arxiv_categories),
-            status=StatusService(store, clock, timedelta(minutes=settings.poll_interval_minutes)),
+            status=StatusService(store, clock, timedelta(minutes=settings.poll_interval_minutes), index),
             ask=AskService(store, index, clock, model=model),  # model: LLM_BASE_URL's, if set
             ratings=RatingService(store, clock),
             saved=SavedService(store, clock),
