@@ -1,5 +1,6 @@
 """The stored papers most relevant to a question: the full-text index's bm25 ranking over the question's words,
-within a topic (and its sub-topics) and a time when given.
+within a topic (its exact matches and its learned scorer's suggestions, and those of its sub-topics) and a
+time when given.
 
 Bounded for a million papers: ranking costs one bm25 score per paper holding any of the words (~8 µs each),
 so words are taken rarest first while the papers holding them add up to at most RANKED_PAPERS; the common
@@ -37,13 +38,17 @@ async def retrieve(
     since: datetime | None = None,
     limit: int = CANDIDATES,
 ) -> Retrieved:
-    """The `limit` best papers for the question's content `words` (bot.ask.question.content_words)."""
+    """The `limit` best papers for the question's content `words` (bot.ask.question.content_words). Within a
+    topic, its learned scorer's suggestions count as its papers too: a paper that answers the question but is
+    worded past the topic's query is still the topic's."""
     chosen, rare = await rank_words(store, words)
     if not chosen:
         return Retrieved([], [])
     # Folded words are letters and digits only: safe to quote. Only common words: papers holding both.
     fts = (" OR " if rare else " AND ").join(f'"{w}"' for w in chosen)
-    hits = await store.search.ranked(fts, topic_id=topic_id, including=including, since=since, limit=limit)
+    hits = await store.search.ranked(
+        fts, topic_id=topic_id, including=including, since=since, limit=limit, suggested=True
+    )
     return Retrieved([hit.paper for hit in hits], chosen)
 
 

@@ -40,16 +40,19 @@ def paper_filter(
     including: Sequence[int] = (),
     categories: Sequence[str] = (),
     since: datetime | None = None,
+    suggested: bool = False,
 ) -> tuple[str, list[object]]:
     """SQL conditions on papers aliased `p` (" AND ..." each, or "") and their parameters: matched by a topic
-    (or one of the topics `including` adds to it), of any of the categories, submitted since a time."""
+    (or one of the topics `including` adds to it; with `suggested`, its learned scorer's suggestions count
+    too), of any of the categories, submitted since a time."""
     clauses: list[str] = []
     params: list[object] = []
     if topic_id is not None:
         ids = [topic_id, *including]
         clauses.append(
             f"p.pk IN (SELECT paper_pk FROM topic_matches WHERE topic_id IN ({','.join('?' * len(ids))})"
-            " AND kind = 'exact')"
+            + ("" if suggested else " AND kind = 'exact'")
+            + ")"
         )
         params.extend(ids)
     if categories:

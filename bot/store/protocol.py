@@ -101,8 +101,10 @@ class SearchRepository(Protocol):
         limit: int = 200,
         offset: int = 0,
         snippets: bool = True,
+        suggested: bool = False,
     ) -> list[SearchHit]:
         """Papers passing the prefilter (and matched by the topic or one of the topics `including` adds to it,
+        its learned scorer's suggestions included with `suggested`,
         of any of the categories, submitted since),
         best first by relevance with title hits weighing most (newest first when `fts` is None), from the
         `offset`-th on, at most `limit`. Each hit's snippet is an excerpt of the abstract with the matched words

@@ -37,6 +37,7 @@ class SearchRepo:
         limit: int = 200,
         offset: int = 0,
         snippets: bool = True,
+        suggested: bool = False,
     ) -> list[SearchHit]:
         """Best matches first (newest first when there is no text to rank by), from the `offset`-th on.
         Callers confirm each hit with the query's exact evaluator: FTS5 is a prefilter that may return more
@@ -47,9 +48,9 @@ class SearchRepo:
         if limit < 0 or offset < 0:  # SQLite reads LIMIT -1 as "no limit"
             raise ValueError(f"limit and offset must not be negative (got {limit}, {offset})")
         if fts is None:
-            return await self._newest(topic_id, including, categories, since, limit, offset)
+            return await self._newest(topic_id, including, categories, since, limit, offset, suggested)
         where, params = paper_filter(
-            topic_id=topic_id, including=including, categories=categories, since=since
+            topic_id=topic_id, including=including, categories=categories, since=since, suggested=suggested
         )
         rows = await self.db.fetchall(
             f"SELECT p.*, {_BM25} AS score FROM papers_fts"
@@ -151,7 +152,7 @@ class SearchRepo:
                 )
             sql, args = f"SELECT 1 FROM {source} LIMIT ?", (fts, *params, cap)
         elif categories and len(categories) <= _MAX_CATEGORY_ARMS:
-            arms, args_list = self._category_arms(topic_id, including, categories, since, cap)
+            arms, args_list = self._category_arms(topic_id, including, categories, since, cap, False)
             sql, args = f"SELECT DISTINCT pk FROM ({arms}) LIMIT ?", (*args_list, cap)
         else:
             sql, args = f"SELECT 1 FROM papers p WHERE 1{where} LIMIT ?", (*params, cap)
@@ -167,10 +168,11 @@ class SearchRepo:
         categories: Sequence[str],
         since: datetime | None,
         each: int,
+        suggested: bool,
     ) -> tuple[str, list[object]]:
         """The newest `each` papers of every category, one index range each (category, published, paper)
         read backwards, as a UNION ALL of (pk, published): the newest N of their union are among them."""
-        where, params = paper_filter(topic_id=topic_id, including=including)
+        where, params = paper_filter(topic_id=topic_id, including=including, suggested=suggested)
         arms: list[str] = []
         args: list[object] = []
         for category in categories:
@@ -194,11 +196,14 @@ class SearchRepo:
         since: datetime | None,
         limit: int,
         offset: int,
+        suggested: bool,
     ) -> list[SearchHit]:
         if categories and len(categories) <= _MAX_CATEGORY_ARMS:
             # Filtering every paper by "is in one of these categories" made SQLite build the set of all of a
             # category's papers first (0.9 s for cs.LG at 1M); each category's own index is already newest first.
-            arms, args = self._category_arms(topic_id, including, categories, since, offset + limit)
+            arms, args = self._category_arms(
+                topic_id, including, categories, since, offset + limit, suggested
+            )
             rows = await self.db.fetchall(
                 f"WITH newest AS (SELECT pk, MAX(published) AS published FROM ({arms}) GROUP BY pk"
                 " ORDER BY published DESC, pk DESC LIMIT ? OFFSET ?)"
@@ -208,7 +213,11 @@ class SearchRepo:
             )
         else:
             where, params = paper_filter(
-                topic_id=topic_id, including=including, categories=categories, since=since
+                topic_id=topic_id,
+                including=including,
+                categories=categories,
+                since=since,
+                suggested=suggested,
             )
             rows = await self.db.fetchall(
                 f"SELECT p.*, substr(p.abstract, 1, {_NO_TEXT_SNIPPET}) AS snip FROM papers p WHERE 1{where}"

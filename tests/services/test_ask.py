@@ -172,3 +172,17 @@ async def test_brief_of_a_quiet_topic_and_out_of_range_weeks(world: World) -> No
     assert brief.papers_now == 0 and brief.rising == () and brief.representative == ()
     with pytest.raises(PaperwatchError, match="from 1 to 12"):
         await world.services.ask.brief(topic, 13, guild_id=9)
+
+
+async def test_ask_within_a_topic_reads_its_learned_suggestions_too(world: World) -> None:
+    await world.intake.store_papers([HACKING, DECODING, OLD_HACKING], announce=False)
+    topic, _ = await world.services.topics.save_custom(77, "Inference Speed", "ti:decoding OR ti:inference")
+    before = await world.services.ask.ask("reward hacking", topic=topic, guild_id=77)
+    assert before.papers == ()  # the query holds only the decoding paper
+    # The topic's learned scorer suggests the paper its query misses: the topic's papers now include it.
+    await world.store.topics.add_suggestions([(topic.id, HACKING.arxiv_id)], world.clock.now())
+    after = await world.services.ask.ask("reward hacking", topic=topic, guild_id=77)
+    assert [p.arxiv_id for p in after.papers] == [HACKING.arxiv_id]
+    # /search and /latest stay with the query's own matches unless a follow asks for suggestions.
+    hits = await world.store.search.ranked('"hacking"', topic_id=topic.id)
+    assert hits == []
