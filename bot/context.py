@@ -110,7 +110,7 @@ async def open_context(
 ) -> AsyncIterator[AppContext]:
     """Everything the bot and the CLI run on; `extra_topics` join the catalog (the demo's topic)."""
     clock = clock or SystemClock()
-    store = await open_store(settings.database_path, clock)
+    store = await open_store(settings.database, clock)
     http = build_http_client(settings.user_agent)
     polite = PoliteHttp(
         http,

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import Any, TypeAlias
 from urllib.parse import unquote, urlsplit
 
 import asyncpg
@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 _MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 _MIGRATION_LOCK = 0x70617065  # advisory lock key: two processes starting at once migrate one after the other
 _current: contextvars.ContextVar[asyncpg.Connection | None] = contextvars.ContextVar("pg_tx", default=None)
-Row = asyncpg.Record
+Row: TypeAlias = Any  # asyncpg.Record, read by name or position (asyncpg ships no types)
 
 
 def bundled_migrations() -> list[tuple[int, str, str]]:

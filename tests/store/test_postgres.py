@@ -1,0 +1,138 @@
+"""What only the PostgreSQL store has: its protocol check, its migrations, DATABASE_URL from the command line
+(a wrong one: one line, no password), and the translated prefilter that never drops a true match."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bot.clock import FakeClock
+from bot.models import Paper
+from bot.store import Store, open_store
+from bot.store.postgres import PostgresStore
+from bot.store.postgres.database import bundled_migrations
+from bot.store.postgres.fts_query import to_tsquery
+from bot.topics.query import QuerySyntaxError, parse_query
+from tests.cli.process import run_cli
+from tests.factories import make_paper
+from tests.store.postgres_cluster import Cluster
+from tests.store.test_protocol import mismatches
+from tests.topics.strategies import papers, queries
+
+SECRET = "pw-s3cret-xyzzy"
+
+
+def test_the_postgresql_store_has_every_member_of_the_protocol_with_the_same_signature() -> None:
+    assert mismatches(Store, PostgresStore("postgresql://127.0.0.1/never-opened")) == []
+
+
+async def test_migrations_are_recorded_and_not_reapplied(postgres_url: str, clock: FakeClock) -> None:
+    async with await open_store(postgres_url, clock) as store:
+        assert isinstance(store, PostgresStore)
+        await store.papers.upsert([make_paper(1)], seen_at=clock.now())
+        assert await store.db.migrate() == []
+        rows = await store.db.fetchall("SELECT version FROM schema_migrations ORDER BY version")
+        assert [r[0] for r in rows] == [v for v, _, _ in bundled_migrations()]
+    async with await open_store(postgres_url, clock) as again:
+        assert await again.papers.count() == 1
+
+
+async def test_a_failed_transaction_leaves_nothing_in_the_index(postgres_url: str, clock: FakeClock) -> None:
+    async with await PostgresStore.open(postgres_url, clock) as store:
+        try:
+            async with store.transaction():
+                await store.papers.upsert(
+                    [make_paper(1, title="Reinforcement learning")], seen_at=clock.now()
+                )
+                raise RuntimeError("crash between upsert and commit")
+        except RuntimeError:
+            pass
+        assert await store.db.fetchall("SELECT pk FROM papers WHERE words @@ 'reinforc'::tsquery") == []
+
+
+async def test_stats_reads_the_postgresql_database_and_never_shows_the_password(
+    postgres_cluster: Cluster, postgres_url: str, tmp_path: Path, clock: FakeClock
+) -> None:
+    async with await open_store(postgres_url, clock) as store:
+        await store.papers.upsert([make_paper(1), make_paper(2)], seen_at=clock.now())
+    with_password = postgres_url.replace("postgres@", f"postgres:{SECRET}@")  # trust auth ignores it
+    code, out, err = await run_cli(
+        "stats", env={"DATABASE_URL": with_password, "LOG_LEVEL": "DEBUG"}, cwd=tmp_path
+    )
+    assert code == 0, err
+    assert f"2 papers stored in postgresql://127.0.0.1:{postgres_cluster.port}/" in out
+    assert SECRET not in out + err
+    assert not (tmp_path / "xdg-data").exists()  # no SQLite file was created on the side
+
+
+async def test_an_unreachable_server_is_one_line_naming_host_and_database(tmp_path: Path) -> None:
+    url = f"postgresql://paperwatch:{SECRET}@127.0.0.1:1/lab_papers"  # nothing listens on port 1
+    code, out, err = await run_cli("stats", env={"DATABASE_URL": url, "LOG_LEVEL": "DEBUG"}, cwd=tmp_path)
+    assert code != 0 and out == "" and "Traceback" not in err
+    [line] = [line for line in err.splitlines() if not line[:4].isdigit()]  # the rest is the DEBUG log
+    assert line.startswith("paperwatch: could not open the PostgreSQL database 'lab_papers' on 127.0.0.1:1: ")
+    assert "Check DATABASE_URL" in line and SECRET not in err
+
+
+async def test_a_missing_database_is_one_line_too(postgres_cluster: Cluster, tmp_path: Path) -> None:
+    url = postgres_cluster.url("no_such_db").replace("postgres@", f"postgres:{SECRET}@")
+    code, out, err = await run_cli("stats", env={"DATABASE_URL": url}, cwd=tmp_path)
+    [line] = err.strip().splitlines()
+    assert code != 0 and out == "" and "'no_such_db'" in line and "does not exist" in line
+    assert SECRET not in err
+
+
+async def test_a_url_of_another_kind_is_refused_without_echoing_it(tmp_path: Path) -> None:
+    url = f"mysql://root:{SECRET}@db/papers"
+    code, out, err = await run_cli("stats", env={"DATABASE_URL": url}, cwd=tmp_path)
+    assert code == 2 and out == "" and "DATABASE_URL: expected a PostgreSQL address" in err
+    assert SECRET not in err and "Traceback" not in err
+
+
+# ---- The prefilter never drops a true match -------------------------------------------------------------
+
+
+def test_untranslatable_syntax_widens_instead_of_narrowing() -> None:
+    assert to_tsquery(None) is None
+    assert to_tsquery('title : "x" NOT "y"') is None  # unknown syntax: no condition rather than a wrong one
+    assert to_tsquery('("a" AND title : "b")') == "('a' & 'b':A)"
+    assert to_tsquery('("a" OR "")') is None  # a branch FTS5 would look for nothing in: unconstrained
+
+
+async def test_every_match_is_a_postgresql_candidate(postgres_url: str, clock: FakeClock) -> None:
+    """The topic queries' FTS5 prefilter, translated, keeps every paper the query matches (hypothesis)."""
+    store = await PostgresStore.open(postgres_url, clock)
+    loop = asyncio.get_running_loop()
+
+    async def check(corpus: list[Paper], texts: list[str]) -> None:
+        await store.db.execute("TRUNCATE papers CASCADE")
+        await store.papers.upsert(corpus, seen_at=clock.now())
+        for text in texts:
+            try:
+                query = parse_query(text)
+            except QuerySyntaxError:
+                continue
+            found = {
+                p.arxiv_id
+                for batch in [b async for b in store.topics.candidates(query.to_fts5())]
+                for p in batch
+            }
+            missed = {p.arxiv_id for p in corpus if query.matches(p)} - found
+            assert not missed, (
+                f"{text!r} -> {query.to_fts5()!r} -> {to_tsquery(query.to_fts5())!r} dropped {missed}"
+            )
+
+    @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(st.lists(papers, min_size=1, max_size=8), st.lists(queries, min_size=1, max_size=6))
+    def property(corpus: list[Paper], texts: list[str]) -> None:
+        numbered = [replace(p, arxiv_id=f"2601.{i:05d}") for i, p in enumerate(corpus)]
+        asyncio.run_coroutine_threadsafe(check(numbered, texts), loop).result()
+
+    try:
+        await asyncio.to_thread(property)
+    finally:
+        await store.close()
