@@ -1,4 +1,4 @@
-"""What only the PostgreSQL store has: its protocol check, its migrations, DATABASE_URL from the command line
+"""What only the PostgreSQL store has: its migrations, DATABASE_URL from the command line
 (a wrong one: one line, no password), and the translated prefilter that never drops a true match."""
 
 from __future__ import annotations
@@ -7,27 +7,24 @@ import asyncio
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bot.clock import FakeClock
 from bot.models import Paper
-from bot.store import Store, open_store
+from bot.store import open_store
 from bot.store.postgres import PostgresStore
 from bot.store.postgres.database import bundled_migrations
 from bot.store.postgres.fts_query import to_tsquery
 from bot.topics.query import QuerySyntaxError, parse_query
 from tests.cli.process import run_cli
 from tests.factories import make_paper
+from tests.store import postgres_cluster as cluster_module
 from tests.store.postgres_cluster import Cluster
-from tests.store.test_protocol import mismatches
 from tests.topics.strategies import papers, queries
 
 SECRET = "pw-s3cret-xyzzy"
-
-
-def test_the_postgresql_store_has_every_member_of_the_protocol_with_the_same_signature() -> None:
-    assert mismatches(Store, PostgresStore("postgresql://127.0.0.1/never-opened")) == []
 
 
 async def test_migrations_are_recorded_and_not_reapplied(postgres_url: str, clock: FakeClock) -> None:
@@ -136,3 +133,10 @@ async def test_every_match_is_a_postgresql_candidate(postgres_url: str, clock: F
         await asyncio.to_thread(property)
     finally:
         await store.close()
+
+
+def test_without_postgresql_the_tests_say_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "")
+    monkeypatch.setattr(cluster_module, "SERVER_DIRS", [])
+    with pytest.raises(cluster_module.PostgresMissing, match=r"apt-get install postgresql"):
+        cluster_module.start_cluster()
