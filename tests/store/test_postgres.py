@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,13 +14,15 @@ from hypothesis import strategies as st
 
 from bot.clock import FakeClock
 from bot.models import Paper
+from bot.sources.arxiv_api import parse_feed
 from bot.store import open_store
 from bot.store.postgres import PostgresStore
 from bot.store.postgres.database import bundled_migrations
 from bot.store.postgres.fts_query import to_tsquery
-from bot.topics.query import QuerySyntaxError, parse_query
+from bot.topics.query import QuerySyntaxError, fold_words, parse_query
 from tests.cli.process import run_cli
 from tests.factories import make_paper
+from tests.shared_files import FIXTURES
 from tests.store import postgres_cluster as cluster_module
 from tests.store.postgres_cluster import Cluster
 from tests.topics.strategies import papers, queries
@@ -140,3 +143,44 @@ def test_without_postgresql_the_tests_say_how_to_install_it(monkeypatch: pytest.
     monkeypatch.setattr(cluster_module, "SERVER_DIRS", [])
     with pytest.raises(cluster_module.PostgresMissing, match=r"apt-get install postgresql"):
         cluster_module.start_cluster()
+
+
+async def test_real_arxiv_papers_keep_every_match(postgres_url: str, clock: FakeClock) -> None:
+    """Real titles, abstracts and author names (LaTeX, accents, hyphens, numbers, URLs) from recorded arXiv
+    answers: every paper a random query of their own words matches is a PostgreSQL candidate."""
+    corpus = [
+        *parse_feed((FIXTURES / "api_query_testing_100.xml").read_bytes()).papers,
+        *parse_feed((FIXTURES / "api_query_legacy_10.xml").read_bytes()).papers,
+    ]
+    rng = random.Random(20261130)
+    vocabulary = sorted({w for p in corpus for w in fold_words(f"{p.title} {p.abstract}")})
+    names = sorted({w for p in corpus for a in p.authors for w in fold_words(a.name)})
+
+    def term() -> str:
+        word, kind = rng.choice(vocabulary), rng.random()
+        if kind < 0.3:
+            return word[: rng.randint(1, len(word))] + "*"
+        if kind < 0.5:
+            return '"' + " ".join(rng.choice(vocabulary) for _ in range(2)) + '"'
+        if kind < 0.6:
+            return "au:" + rng.choice(names)
+        return rng.choice(("", "ti:", "abs:")) + word
+
+    async with await PostgresStore.open(postgres_url, clock) as store:
+        await store.papers.upsert(corpus, seen_at=clock.now())
+        checked = 0
+        for _ in range(150):
+            text = term()
+            for _ in range(rng.randint(0, 2)):
+                text = f"({text} {rng.choice(('AND', 'OR', 'ANDNOT'))} {term()})"
+            try:
+                query = parse_query(text)
+            except QuerySyntaxError:
+                continue
+            matching = {p.arxiv_id for p in corpus if query.matches(p)}
+            found = {p.arxiv_id async for batch in store.topics.candidates(query.to_fts5()) for p in batch}
+            assert matching <= found, (
+                f"{text!r} -> {to_tsquery(query.to_fts5())!r} dropped {matching - found}"
+            )
+            checked += bool(matching)
+        assert checked > 50  # most queries match something: the check is not vacuous
