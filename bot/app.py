@@ -87,7 +87,7 @@ class PaperBot(commands.Bot):
 
     async def setup_hook(self) -> None:
         self.logged_in = True
-        log.info("database %s", self.settings.database_path)
+        log.info("database %s", self.settings.database_shown)
         self._ctx = await self._resources.enter_async_context(
             open_context(self.settings, self.clock, extra_topics=self.extra_topics)
         )

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bot.clock import FakeClock
+from bot.config import load_settings
 from bot.models import Paper
 from bot.sources.arxiv_api import parse_feed
 from bot.store import open_store
@@ -184,3 +185,13 @@ async def test_real_arxiv_papers_keep_every_match(postgres_url: str, clock: Fake
             )
             checked += bool(matching)
         assert checked > 50  # most queries match something: the check is not vacuous
+
+
+def test_database_url_chooses_the_store_and_is_shown_without_its_password(tmp_path: Path) -> None:
+    sqlite = load_settings(_env_file=None, database_path=tmp_path / "papers.sqlite3")
+    assert sqlite.database == tmp_path / "papers.sqlite3" and sqlite.database_url is None
+    url = f"postgresql://lab:{SECRET}@db.lab.org:5433/papers"
+    postgres = load_settings(_env_file=None, database_url=url)
+    assert postgres.database == url
+    assert postgres.database_shown == "postgresql://db.lab.org:5433/papers"
+    assert SECRET not in repr(postgres)
