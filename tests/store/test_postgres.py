@@ -195,3 +195,17 @@ def test_database_url_chooses_the_store_and_is_shown_without_its_password(tmp_pa
     assert postgres.database == url
     assert postgres.database_shown == "postgresql://db.lab.org:5433/papers"
     assert SECRET not in repr(postgres)
+
+
+async def test_words_postgresql_would_parse_as_numbers_are_still_found(
+    postgres_url: str, clock: FakeClock
+) -> None:
+    # PostgreSQL's parser reads "91e607f" as the number 91e607 and the word f: such words are stored encoded.
+    paper = make_paper(1, title="Beams at 3e8m and hash 91e607f", abstract="Rates of 1e5 per 2024 run.")
+    async with await PostgresStore.open(postgres_url, clock) as store:
+        await store.papers.upsert([paper], seen_at=clock.now())
+        for text in ("ti:3e8m", "ti:91e607f", "ti:91e6*", "abs:1e5", "abs:2024", "ti:hash", "ti:9*"):
+            query = parse_query(text)
+            assert query.matches(paper), text
+            found = [p.arxiv_id async for batch in store.topics.candidates(query.to_fts5()) for p in batch]
+            assert found == [paper.arxiv_id], f"{text!r} -> {to_tsquery(query.to_fts5())!r}"

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from bot.store.postgres.tokens import encode, query_words
+from bot.store.postgres.tokens import encode, hex_code, query_words
 
 WEIGHTS = {"title": "A", "abstract": "B", "authors": "C"}
 ALL_COLUMNS = "ABC"
@@ -136,8 +136,8 @@ def _string(token: str, weights: str) -> str | None:
     if not prefix:
         lexemes.append(f"'{encode(last)}'" + (":" + suffix if suffix else ""))
     else:
-        # A prefix of ASCII letters may also start a word written in hex (one with another character later).
-        forms = {encode(last), *(["x" + last.encode().hex()] if last.isascii() else [])}
+        # A prefix kept whole may also start a word written in hex (one with another character later on).
+        forms = {encode(last), hex_code(last)}
         options = [f"'{form}':*{suffix}" for form in sorted(forms)]
         lexemes.append(options[0] if len(options) == 1 else "(" + " | ".join(options) + ")")
     return lexemes[0] if len(lexemes) == 1 else "(" + " & ".join(lexemes) + ")"

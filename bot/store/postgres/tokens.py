@@ -8,9 +8,11 @@ table, SQLite being part of Python), and the words are stored space-joined; the 
 built from them with the `simple` configuration, which keeps each such word as one lexeme. A query word goes
 through the same tokenizer, so both sides agree by construction.
 
-PostgreSQL sees ASCII only: a word with any other character is written as "x" + its UTF-8 bytes in hex, so no
-locale of the database can split or fold it. The encoding keeps prefixes (a word's prefix encodes to a prefix of
-the word's code); an ASCII word that happens to look like a code only widens the prefilter.
+PostgreSQL sees only words it keeps whole: ASCII letters and digits starting with a letter. Any other word is
+written as "x" + its UTF-8 bytes in hex: one with another character (no locale of the database can then split or
+fold it) and one starting with a digit (the parser reads "91e607f" as the number 91e607 and the word f). The code
+keeps prefixes (a word's prefix encodes to a prefix of the word's code); an ASCII word that happens to look like a
+code only widens the prefilter.
 
 Bounds PostgreSQL sets: a lexeme of over 2,047 bytes is not indexed, a lexeme keeps at most 256 positions (the
 column weights of later ones are lost) and positions stop at 16,383. arXiv's own limits on titles, abstracts and
@@ -29,9 +31,18 @@ from bot.fts_tokenizer import PAPERS_TOKENIZER
 Fields = tuple[str, str, str]  # title, abstract, authors (names joined with ", ")
 
 
+def kept_whole(word: str) -> bool:
+    """Whether PostgreSQL's parser keeps the word as one lexeme as it is: ASCII, starting with a letter."""
+    return word.isascii() and word[:1].isalpha()
+
+
+def hex_code(word: str) -> str:
+    return "x" + word.encode("utf-8").hex()
+
+
 def encode(word: str) -> str:
-    """A word as PostgreSQL indexes it: ASCII words as they are, others as "x" + hex of their UTF-8 bytes."""
-    return word if word.isascii() else "x" + word.encode("utf-8").hex()
+    """A word as PostgreSQL indexes it: as it is when kept whole, else its hex code."""
+    return word if kept_whole(word) else hex_code(word)
 
 
 def _scratch() -> sqlite3.Connection:
