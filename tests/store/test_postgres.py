@@ -209,3 +209,46 @@ async def test_words_postgresql_would_parse_as_numbers_are_still_found(
             assert query.matches(paper), text
             found = [p.arxiv_id async for batch in store.topics.candidates(query.to_fts5()) for p in batch]
             assert found == [paper.arxiv_id], f"{text!r} -> {to_tsquery(query.to_fts5())!r}"
+
+
+_WORD = st.one_of(
+    st.from_regex(r"[0-9]{1,3}e[0-9]{1,3}[a-f]{0,2}", fullmatch=True),  # what reads like a number
+    st.text(alphabet="abcdexyz0123456789éßø", min_size=1, max_size=8),
+)
+
+
+async def test_any_word_is_found_by_itself_and_its_prefixes(postgres_url: str, clock: FakeClock) -> None:
+    """Words of any letters and digits, in any order (what the parser could read as numbers, hosts, versions
+    or a locale could fold): each one and each of its prefixes finds its paper (hypothesis)."""
+    store = await PostgresStore.open(postgres_url, clock)
+    loop = asyncio.get_running_loop()
+
+    async def check(words: list[str]) -> None:
+        await store.db.execute("TRUNCATE papers CASCADE")
+        paper = make_paper(1, title=" ".join(words[:4]), abstract=" ".join(words))
+        await store.papers.upsert([paper], seen_at=clock.now())
+        for word in words:
+            for text in (
+                f"ti:{word}" if word in words[:4] else f"abs:{word}",
+                f"{word[: len(word) // 2 + 1]}*",
+            ):
+                try:
+                    query = parse_query(text)
+                except QuerySyntaxError:
+                    continue
+                if not query.matches(paper):
+                    continue
+                found = [
+                    p.arxiv_id async for batch in store.topics.candidates(query.to_fts5()) for p in batch
+                ]
+                assert found == [paper.arxiv_id], f"{text!r} -> {to_tsquery(query.to_fts5())!r}"
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(st.lists(_WORD, min_size=1, max_size=10))
+    def property(words: list[str]) -> None:
+        asyncio.run_coroutine_threadsafe(check(words), loop).result()
+
+    try:
+        await asyncio.to_thread(property)
+    finally:
+        await store.close()
