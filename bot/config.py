@@ -98,7 +98,13 @@ class Settings(BaseSettings):
         if value is None or not value.get_secret_value().strip():
             return None
         url = value.get_secret_value().strip()
-        if urlsplit(url).scheme not in ("postgresql", "postgres"):
+        try:
+            parts = urlsplit(url)
+            _ = parts.port  # reading it checks that it is a number
+            scheme = parts.scheme
+        except ValueError:
+            scheme = ""  # an unreadable address (a port that is no number, a broken [IPv6] host)
+        if scheme not in ("postgresql", "postgres"):
             # The value may hold a password: say what is expected, never echo it.
             raise ValueError(
                 "expected a PostgreSQL address, postgresql://user:password@host:port/database "

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from bot.clock import FakeClock
 from bot.config import load_settings
+from bot.errors import ConfigError
 from bot.models import Paper
 from bot.sources.arxiv_api import parse_feed
 from bot.store import open_store
@@ -252,3 +253,12 @@ async def test_any_word_is_found_by_itself_and_its_prefixes(postgres_url: str, c
         await asyncio.to_thread(property)
     finally:
         await store.close()
+
+
+@pytest.mark.parametrize(
+    "url", [f"postgresql://u:{SECRET}@db:port/x", f"postgresql://u:{SECRET}@[::1/x", f"sqlite:///{SECRET}"]
+)
+def test_an_unreadable_database_url_is_a_settings_error_without_the_secret(url: str) -> None:
+    with pytest.raises(ConfigError, match="DATABASE_URL: expected a PostgreSQL address") as raised:
+        load_settings(_env_file=None, database_url=url)
+    assert SECRET not in str(raised.value)

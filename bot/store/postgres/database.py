@@ -61,20 +61,18 @@ def describe(url: str) -> str:
     """Where a URL points, fit to show: host, port and database, never the user's password."""
     try:
         parts = urlsplit(url)
-        host = parts.hostname or "localhost"
-        port = parts.port or 5432
+        host, port = parts.hostname or "localhost", parts.port or 5432
     except ValueError:
-        return "an unreadable DATABASE_URL"
+        return "database DATABASE_URL names (it is not a readable address)"
     database = unquote(parts.path.lstrip("/")) or "(the user's default database)"
     return f"database {database!r} on {host}:{port}"
 
 
 def _scrubbed(text: str, url: str) -> str:
-    try:
-        password = urlsplit(url).password
-    except ValueError:
-        password = None
-    for secret in filter(None, {password, password and unquote(password)}):
+    """`text` without the URL's password, read without parsing (an unreadable URL may still hold one)."""
+    authority = url.partition("://")[2].partition("/")[0]
+    password = authority.rpartition("@")[0].partition(":")[2]
+    for secret in filter(None, {password, unquote(password)}):
         text = text.replace(secret, "***")
     return text
 
