@@ -256,3 +256,16 @@ def test_an_unreadable_database_url_is_a_settings_error_without_the_secret(url: 
     with pytest.raises(ConfigError, match="DATABASE_URL: expected a PostgreSQL address") as raised:
         load_settings(_env_file=None, database_url=url)
     assert SECRET not in str(raised.value)
+
+
+async def test_a_user_who_may_not_create_tables_is_told_so(postgres_url: str, clock: FakeClock) -> None:
+    database = postgres_url.rsplit("/", 1)[1]
+    reader = f"reader_{database}"  # roles belong to the whole cluster
+    async with await PostgresStore.open(postgres_url, clock) as store:
+        await store.db.execute(f"CREATE ROLE {reader} LOGIN")
+        await store.db.execute("DROP TABLE schema_migrations")  # as if the store had never been opened
+    with pytest.raises(Unreachable) as raised:
+        await open_store(postgres_url.replace("postgres@", f"{reader}:{SECRET}@"), clock)
+    message = str(raised.value)
+    assert message.startswith(f"could not create paperwatch's tables in the PostgreSQL database '{database}'")
+    assert "permission denied" in message and SECRET not in message

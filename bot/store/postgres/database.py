@@ -95,7 +95,15 @@ class Database:
                 f"could not open the PostgreSQL {describe(self.url)}: {reason}. Check DATABASE_URL (and that "
                 "the server runs and the database exists), then run again"
             ) from None
-        await self.migrate()
+        try:
+            await self.migrate()
+        except asyncpg.PostgresError as exc:  # e.g. a user who may not create tables
+            await self.close()
+            reason = _scrubbed(str(exc), self.url).splitlines()[0]
+            raise Unreachable(
+                f"could not create paperwatch's tables in the PostgreSQL {describe(self.url)}: {reason}. "
+                "Give the user of DATABASE_URL the right to create tables in it, then run again"
+            ) from None
 
     async def close(self) -> None:
         if self._pool is not None:
