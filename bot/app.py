@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
 import signal
@@ -28,7 +29,15 @@ from bot.topics.catalog import CatalogTopic
 
 log = logging.getLogger(__name__)
 
-COGS = ("cogs.follow", "cogs.momentum", "cogs.history", "cogs.admin")
+COGS = (
+    "cogs.follow",
+    "cogs.momentum",
+    "cogs.history",
+    "cogs.admin",
+    "cogs.ask",
+    "cogs.cards",
+    "cogs.saved",
+)
 
 
 def point_discord_at(settings: Settings) -> None:
@@ -66,6 +75,7 @@ class PaperBot(commands.Bot):
         self._ctx: AppContext | None = None
         self._worker: DeliveryWorker | None = None
         self.scheduler: Scheduler | None = None
+        self.history_task: asyncio.Task[int] | None = None  # catalog history matched after start, in chunks
         self.logged_in = False  # Discord answered the login: later errors are not about reaching it
 
     @property
@@ -88,8 +98,12 @@ class PaperBot(commands.Bot):
     async def setup_hook(self) -> None:
         self.logged_in = True
         log.info("database %s", self.settings.database_shown)
+        # The history of new or changed catalog topics is matched in the background: at 1M papers it took 10 s,
+        # during which the bot did not even connect to Discord.
         self._ctx = await self._resources.enter_async_context(
-            open_context(self.settings, self.clock, extra_topics=self.extra_topics)
+            open_context(
+                self.settings, self.clock, extra_topics=self.extra_topics, history_in_background=True
+            )
         )
         poster = DiscordPoster(self, abstract_chars=self.settings.abstract_chars)
         self._worker = self.ctx.delivery_worker(poster, per_channel=self.settings.posts_per_channel_per_cycle)
@@ -104,15 +118,29 @@ class PaperBot(commands.Bot):
             self.tree.copy_global_to(guild=guild)
             await self.tree.sync(guild=guild)
         await self.tree.sync()
+        self.history_task = asyncio.create_task(self._match_history(), name="catalog history")
         # Everything built so far (discord.py, the catalog, the topic index) lives as long as the bot: moved out
         # of the collector's sight, so a full collection no longer rescans it. Such passes held the event loop
         # for 100-270 ms during a backfill (bench/bench_load.py).
         gc.freeze()
 
+    async def _match_history(self) -> int:
+        try:
+            added = await self.ctx.match_history()
+        except Exception:  # the queue stays in the store: the next start resumes it
+            log.exception("matching the catalog topics' history failed")
+            raise
+        log.info("catalog history matched: %d matches added", added)
+        return added
+
     async def on_ready(self) -> None:
         log.info("logged in as %s in %d servers", self.user, len(self.guilds))
 
     async def close(self) -> None:
+        if self.history_task is not None and not self.history_task.done():
+            self.history_task.cancel()  # resumed at the next start: the queue is in the store
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self.history_task
         if self.scheduler is not None:
             await self.scheduler.stop()
         elif self._worker is not None:

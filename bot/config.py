@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
-from pydantic import Field, PrivateAttr, SecretStr, ValidationError, field_validator
+from pydantic import Field, PrivateAttr, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bot.errors import ConfigError
@@ -30,6 +30,7 @@ _CATEGORY = re.compile(r"^[a-z\-]+(\.[A-Za-z\-]+)?$")
 MAX_HISTORY_DAYS = 3650  # how far back backfill reaches (BACKFILL_DAYS, `backfill --days`)
 MAX_STATS_WEEKS = MAX_HISTORY_DAYS // 7 + 1  # `stats --weeks`: the whole history a backfill can bring
 MAX_MATCH_LIMIT = 1000  # papers `match --limit` lists
+MAX_BRIEF_WEEKS = 12  # the period /brief and `brief --weeks` sum up
 
 ENV_FILE_VARIABLE = "PAPERWATCH_ENV_FILE"
 DEFAULT_DATABASE = Path("data/paperwatch.sqlite3")
@@ -77,6 +78,9 @@ class Settings(BaseSettings):
     posts_per_channel_per_cycle: int = Field(10, ge=1, le=50)
     abstract_chars: int = Field(700, ge=100, le=3000)
     log_level: str = "INFO"
+    llm_base_url: str = ""  # an OpenAI-compatible API's base, e.g. http://127.0.0.1:11434/v1; empty: none
+    llm_model: str = ""
+    llm_api_key: SecretStr | None = None
 
     _env_file_read: Path | None = PrivateAttr(None)
 
@@ -124,6 +128,20 @@ class Settings(BaseSettings):
     @classmethod
     def _strip_contact(cls, value: str) -> str:
         return value.strip()
+
+    @field_validator("llm_base_url")
+    @classmethod
+    def _check_llm_url(cls, value: str) -> str:
+        value = value.strip()
+        if value and (urlsplit(value).scheme not in ("http", "https") or not urlsplit(value).hostname):
+            raise ValueError("give the API's base URL, e.g. http://127.0.0.1:11434/v1 (or leave it empty)")
+        return value
+
+    @model_validator(mode="after")
+    def _llm_needs_model(self) -> Settings:
+        if self.llm_base_url and not self.llm_model.strip():
+            raise ValueError("LLM_MODEL: name the model to ask at LLM_BASE_URL, e.g. llama3.1:8b")
+        return self
 
     @property
     def env_file(self) -> Path | None:

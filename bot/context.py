@@ -14,7 +14,10 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+import httpx
+
 from bot.announcements import AnnouncementCycle
+from bot.ask.llm import ChatModel
 from bot.backfill import Backfill, Progress
 from bot.clock import Clock, SystemClock
 from bot.config import Settings, contact_problem, is_loopback_url
@@ -43,6 +46,12 @@ class AppContext:
     _store: Store = field(repr=False)
     _arxiv: ArxivClient = field(repr=False)
     _feeds: FeedReader | None = field(default=None, repr=False)  # None: ARXIV_RSS_URL is off
+    _index: TopicIndex | None = field(default=None, repr=False)
+
+    async def match_history(self) -> int:
+        """Match the stored history of the topics queued at start (catalog topics new or changed), in chunks:
+        the bot runs it in the background once it answers commands. Returns the matches added."""
+        return await self._index.catch_up() if self._index is not None else 0
 
     @property
     def arxiv_requests_sent(self) -> int:
@@ -106,12 +115,20 @@ def feed_refusal(settings: Settings) -> str | None:
 
 @asynccontextmanager
 async def open_context(
-    settings: Settings, clock: Clock | None = None, *, extra_topics: Sequence[CatalogTopic] = ()
+    settings: Settings,
+    clock: Clock | None = None,
+    *,
+    extra_topics: Sequence[CatalogTopic] = (),
+    history_in_background: bool = False,
 ) -> AsyncIterator[AppContext]:
-    """Everything the bot and the CLI run on; `extra_topics` join the catalog (the demo's topic)."""
+    """Everything the bot and the CLI run on; `extra_topics` join the catalog (the demo's topic). The history
+    of catalog topics new or changed is matched before this returns, or, with `history_in_background`, left
+    to the caller's `AppContext.match_history` (the bot answers commands meanwhile)."""
     clock = clock or SystemClock()
     store = await open_store(settings.database, clock)
     http = build_http_client(settings.user_agent)
+    # Its own client (no arXiv contact sent there), unbounded: ChatModel bounds each answer to 20 s itself.
+    llm_http = httpx.AsyncClient(timeout=None) if settings.llm_base_url else None
     polite = PoliteHttp(
         http,
         clock,
@@ -121,7 +138,7 @@ async def open_context(
     try:
         index = TopicIndex(store, clock)
         catalog = [*load_catalog(), *extra_topics]
-        await index.start(catalog)
+        await index.start(catalog, history_later=history_in_background)
         scorer = LearnedScorer(
             store, scorer_folder(settings.database_path), catalog=catalog, labels=DEFAULT_LABELS, clock=clock
         )
@@ -136,12 +153,22 @@ async def open_context(
             clock=clock,
             settings=settings,
             scorer=scorer,
+            model=chat_model(settings, llm_http),
         )
         feeds = FeedReader(polite) if rss_enabled(settings) else None
-        yield AppContext(settings, clock, services, intake, store, arxiv, feeds)
+        yield AppContext(settings, clock, services, intake, store, arxiv, feeds, index)
     finally:
         await http.aclose()
+        if llm_http is not None:
+            await llm_http.aclose()
         await store.close()
+
+
+def chat_model(settings: Settings, http: httpx.AsyncClient | None) -> ChatModel | None:
+    """The language model /ask and /brief may use: None unless LLM_BASE_URL is set."""
+    if http is None or not settings.llm_base_url:
+        return None
+    return ChatModel(http, settings.llm_base_url, settings.llm_model.strip(), settings.llm_api_key)
 
 
 __all__ = ["AppContext", "Progress", "open_context"]

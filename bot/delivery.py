@@ -99,11 +99,14 @@ async def enqueue_for_new_papers(
     matches: Mapping[str, set[int]],
     in_server: Mapping[str, set[tuple[int, int]]] | None = None,
     suggested: Mapping[str, set[int]] | None = None,
+    server_verdicts: Mapping[tuple[int, int], tuple[set[str], set[str]]] | None = None,
 ) -> int:
     """Write outbox rows for papers new to the store that match followed topics (inside the ingest
     transaction). New versions of known papers are never posted again. `in_server` holds (topic, server) pairs
     a paper counts for in that server only (a server's own topic under a catalog topic); `suggested`, the
-    topics whose learned scorer suggests a paper, which only follows with match 'suggested' receive."""
+    topics whose learned scorer suggests a paper, which only follows with match 'suggested' receive;
+    `server_verdicts`, per (topic, server), the papers that server's ratings withhold from its follows of the
+    topic and those they add to its suggestions."""
     new = set(result.new)
     by_topic: dict[tuple[int, int | None], list[str]] = {}  # (topic, server or None for every server)
     for arxiv_id, topic_ids in matches.items():
@@ -132,6 +135,21 @@ async def enqueue_for_new_papers(
                 (Wanted(f.guild_id, f.channel_id, arxiv_id, f.mode, f.topic_id), None)
                 for arxiv_id in by_scorer.get(f.topic_id, ())
             )
+    verdicts = server_verdicts or {}
+    if verdicts:
+        rated = await store.follows.for_topics(sorted({topic_id for topic_id, _ in verdicts}))
+        for f in rated:
+            _withheld, lifted = verdicts.get((f.topic_id, f.guild_id), (set(), set()))
+            if f.match == "suggested":
+                wanted.update(
+                    (Wanted(f.guild_id, f.channel_id, arxiv_id, f.mode, f.topic_id), None)
+                    for arxiv_id in sorted(lifted & new)
+                )
+        wanted = {
+            w: None
+            for w in wanted
+            if w.arxiv_id not in verdicts.get((w.topic_id, w.guild_id), (set(), set()))[0]
+        }
     await store.deliveries.enqueue(list(wanted), clock.now())
     return len(wanted)
 

@@ -17,6 +17,7 @@ from bot.render import (
     digest_content,
     digest_embeds,
     digest_thread_name,
+    digest_view,
     paper_compact_line,
     paper_embed,
     paper_view,
@@ -46,31 +47,35 @@ class DiscordPoster:
         channel = await self._channel(channel_id)
         # Rendering is CPU work (LaTeX conversion): off the event loop, like every render that can be large.
         embed = await asyncio.to_thread(paper_embed, paper, topics=topics, abstract_chars=self.abstract_chars)
+        view = paper_view(paper)
         try:
             if isinstance(channel, discord.ForumChannel):
-                created = await channel.create_thread(
-                    name=thread_name(paper), embed=embed, view=paper_view(paper)
-                )
+                created = await channel.create_thread(name=thread_name(paper), embed=embed, view=view)
                 return created.message.id
-            message = await channel.send(embed=embed, view=paper_view(paper), nonce=nonce)
+            message = await channel.send(embed=embed, view=view, nonce=nonce)
             return message.id
         except discord.HTTPException as exc:
             raise _outcome(exc) from exc
+        finally:
+            view.stop()  # its buttons are persistent (cogs/cards.py): nothing to keep per message
 
     async def post_digest(self, channel_id: int, items: Sequence[DigestItem], nonce: str) -> int | None:
         """Up to ten compact cards in one message, all its embeds within Discord's 6,000 characters."""
         channel = await self._channel(channel_id)
         content, embeds = await asyncio.to_thread(_digest_message, items)
+        view = digest_view([paper for paper, _ in items])
         try:
             if isinstance(channel, discord.ForumChannel):
                 created = await channel.create_thread(
-                    name=digest_thread_name(items), content=content, embeds=embeds
+                    name=digest_thread_name(items), content=content, embeds=embeds, view=view
                 )
                 return created.message.id
-            message = await channel.send(content=content, embeds=embeds, nonce=nonce)
+            message = await channel.send(content=content, embeds=embeds, view=view, nonce=nonce)
             return message.id
         except discord.HTTPException as exc:
             raise _outcome(exc) from exc
+        finally:
+            view.stop()
 
     async def post_line(self, channel_id: int, paper: Paper, topics: Sequence[str], nonce: str) -> int | None:
         """The paper in its smallest form, one line of text: for a post Discord rejected as a card."""

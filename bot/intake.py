@@ -62,6 +62,7 @@ class Intake:
         transaction: on any error nothing of it is kept."""
         report = IntakeReport()
         scored = await self._scored(papers)  # before the transaction: the scorer needs no store
+        verdicts = await self._server_verdicts(papers)
         async with self.store.transaction():
             if papers:
                 stored = await self.store.papers.upsert(papers, seen_at=self.clock.now())
@@ -78,7 +79,7 @@ class Intake:
                 )
                 queued = (
                     await enqueue_for_new_papers(
-                        self.store, self.clock, stored, matched.topics, matched.in_server, suggested
+                        self.store, self.clock, stored, matched.topics, matched.in_server, suggested, verdicts
                     )
                     if announce
                     else 0
@@ -87,6 +88,14 @@ class Intake:
             if also is not None:
                 await also()
         return report
+
+    async def _server_verdicts(
+        self, papers: Sequence[Paper]
+    ) -> dict[tuple[int, int], tuple[set[str], set[str]]]:
+        """What each server's ratings withhold or lift, per (topic, server) (bot/topics/scorer_ratings.py)."""
+        if self.scorer is None or not self.scorer.views or not papers:
+            return {}
+        return await asyncio.to_thread(self.scorer.server_verdicts, papers)
 
     async def _scored(self, papers: Sequence[Paper]) -> dict[str, set[int]]:
         """arxiv id -> topics whose learned scorer suggests the paper, computed in a worker thread."""

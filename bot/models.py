@@ -306,3 +306,30 @@ class SearchHit:
 
     paper: Paper
     snippet: str  # matches between HIGHLIGHT_START and HIGHLIGHT_END
+
+
+Vote = Literal[-1, 1]  # 👎 / 👍: does the paper belong in the topic?
+
+
+@dataclass(frozen=True, slots=True)
+class RatedPaper:
+    """A paper a server's members rated for one of its topics, their votes summed per direction."""
+
+    arxiv_id: str
+    title: str
+    up: int
+    down: int
+    last_rated: datetime
+
+    @property
+    def net(self) -> int:
+        """Positive: the members who rated it say it belongs, on balance; negative: that it does not."""
+        return self.up - self.down
+
+
+@dataclass(frozen=True, slots=True)
+class SavedPaper:
+    """A paper on a member's reading list."""
+
+    paper: Paper
+    saved_at: datetime

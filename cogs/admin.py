@@ -12,7 +12,7 @@ from discord.ext import commands
 from bot.app import PaperBot
 from bot.models import Follow, SkippedSummary, SourceState
 from bot.render import FIELD_VALUE_LIMIT, clip, fit_lines, safe_name
-from bot.services.status import Status
+from bot.services.status import CatchUp, Status
 from cogs.common import guild_id_of, services
 
 ERROR_CHARS = 200
@@ -115,7 +115,17 @@ def status_embed(status: Status) -> discord.Embed:
         )
     else:
         embed.add_field(name="Broken follows", value="None.", inline=False)
+    if status.history is not None:
+        embed.add_field(name="History", value=history_text(status.history), inline=False)
     return embed
+
+
+def history_text(history: CatchUp) -> str:
+    topics = "1 topic" if history.topics == 1 else f"{history.topics} topics"
+    return (
+        f"Matching history: {history.share:.0%}… ({topics} still being matched against the stored papers). "
+        "Commands answer meanwhile; those topics' counts grow until it is done."
+    )
 
 
 class AdminCog(commands.Cog):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+import contextlib
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 import discord
@@ -27,7 +29,13 @@ from bot.render import (
     paper_compact_line,
     safe_name,
 )
-from bot.services.follows import DEFAULT_DIGEST_HOUR, DEFAULT_MATCH, Followed, UnfollowPlan
+from bot.services.follows import (
+    DEFAULT_DIGEST_HOUR,
+    DEFAULT_MATCH,
+    Followed,
+    HistoryProgress,
+    UnfollowPlan,
+)
 from bot.services.topics import MAX_NAME_LENGTH, MAX_QUERY_LENGTH, NO_PARENT, TopicTree
 from cogs.common import guild_id_of, services, topic_autocomplete
 
@@ -197,8 +205,9 @@ def follow_message(
         lines.pop()  # a very long query leaves less room: show fewer papers rather than cut one
 
 
-def follow_line(follow: Follow, tree: TopicTree | None = None) -> str:
-    """A follow, its topic shown where it sits in the tree ("RL Post-Training › GRPO")."""
+def follow_line(follow: Follow, tree: TopicTree | None = None, ratings: int = 0) -> str:
+    """A follow, its topic shown where it sits in the tree ("RL Post-Training › GRPO"), and how many of this
+    server's 👍 / 👎 its learned scorer learns from."""
     last = (
         f"last post {discord.utils.format_dt(follow.last_post_at, 'R')}"
         if follow.last_post_at
@@ -207,6 +216,7 @@ def follow_line(follow: Follow, tree: TopicTree | None = None) -> str:
     how = "each paper" if follow.mode == "each" else f"digest {follow.digest_hour:02d}:00 UTC"
     name = (tree.label(follow.topic_id) if tree is not None else "") or follow.topic_name
     receives = " · with suggestions" if follow.match == "suggested" else ""
+    receives += f" · learns from {ratings} rating{'s' * (ratings != 1)}" if ratings else ""
     line = f"**{safe_name(name)}** → <#{follow.channel_id}> · {how}{receives} · {last}"
     if follow.broken_reason:
         reason = inert_markdown(clip(follow.broken_reason, 200))
@@ -214,10 +224,18 @@ def follow_line(follow: Follow, tree: TopicTree | None = None) -> str:
     return line
 
 
-def topics_embed(guild_name: str, follows: Sequence[Follow], tree: TopicTree | None = None) -> discord.Embed:
+def topics_embed(
+    guild_name: str,
+    follows: Sequence[Follow],
+    tree: TopicTree | None = None,
+    ratings: Mapping[int, int] | None = None,
+) -> discord.Embed:
+    counts = ratings or {}
     embed = discord.Embed(
         title=clip(f"Followed in {guild_name}", TITLE_LIMIT),
-        description=fit_lines([follow_line(f, tree) for f in follows], DESCRIPTION_LIMIT),
+        description=fit_lines(
+            [follow_line(f, tree, counts.get(f.topic_id, 0)) for f in follows], DESCRIPTION_LIMIT
+        ),
     )
     broken = sum(f.broken for f in follows)
     count = f"{len(follows)} follow" + ("" if len(follows) == 1 else "s")
@@ -266,6 +284,34 @@ NO_FOLLOWS = (
     "This server follows no topics yet. Start with /follow topic:<name>: pick a topic from the list, "
     "or type a new name and give an arXiv query to create your own."
 )
+
+
+class HistoryReply:
+    """Shows in a deferred /follow reply how far a long history match has come ("Matching history: 40%…"),
+    edited in at each tenth, one edit at a time; a history matched in one batch shows nothing."""
+
+    def __init__(self, interaction: discord.Interaction) -> None:
+        self.interaction = interaction
+        self.shown = -1
+        self.edit: asyncio.Task[object] | None = None
+        self.edited = False
+
+    def progress(self, progress: HistoryProgress) -> None:
+        tenth = int(progress.share * 10)
+        if not 0 < progress.share < 1 or tenth <= self.shown or (self.edit and not self.edit.done()):
+            return
+        self.shown, self.edited = tenth, True
+        text = matching_text(progress.share)
+        self.edit = asyncio.create_task(self.interaction.edit_original_response(content=text))
+
+    async def settled(self) -> None:
+        if self.edit is not None:
+            with contextlib.suppress(discord.HTTPException):  # a lost progress edit loses nothing
+                await self.edit
+
+
+def matching_text(share: float) -> str:
+    return f"Matching history: {share:.0%}… (every stored paper is checked against the query)"
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -320,7 +366,9 @@ class FollowCog(commands.Cog):
             require_may_change_topic(member, plan.topic_name, plan.guarded, target.guild)
         await interaction.response.defer(thinking=True)  # history matching and momentum take a while
 
-        done = await use.follows.follow(plan)
+        shown = HistoryReply(interaction)
+        done = await use.follows.follow(plan, shown.progress)
+        await shown.settled()
         guild_id = guild_id_of(interaction)
         text = follow_message(
             topic=done.topic,
@@ -331,7 +379,10 @@ class FollowCog(commands.Cog):
             momentum=await use.momentum.topic(done.topic, guild_id=guild_id),
             latest=await use.history.latest(done.topic, PREVIEW_PAPERS, guild_id),
         )
-        await interaction.followup.send(text)
+        if shown.edited:  # the reply shows the progress: it becomes the answer
+            await interaction.edit_original_response(content=text)
+        else:
+            await interaction.followup.send(text)
 
     @app_commands.command(name="unfollow", description="Stop posting a topic's papers in this server")
     @app_commands.guild_only()
@@ -403,7 +454,8 @@ class FollowCog(commands.Cog):
             await interaction.response.send_message(NO_FOLLOWS, embed=embed, ephemeral=True)
             return
         guild_name = interaction.guild.name if interaction.guild else "this server"
-        first = topics_embed(guild_name, follows, tree)
+        ratings = await use.ratings.counts(guild_id, sorted(followed))
+        first = topics_embed(guild_name, follows, tree, ratings)
         second = tree_embed(tree, followed, EMBED_TOTAL_LIMIT - embed_size(first), query_only)
         await interaction.response.send_message(embeds=[first, second], ephemeral=True)
 

@@ -17,6 +17,7 @@ from bot.models import Paper, SearchHit, TopicRow, split_arxiv_id
 from bot.render import (
     SUGGESTED_NOTE,
     clip,
+    digest_view,
     inert_markdown,
     paper_compact_line,
     paper_embed,
@@ -143,13 +144,34 @@ def search_pages(
             f"showing {best} of the first {result.checked:,} candidates, so there may be more: "
             "narrow the query for a full answer"
         )
+    elif result.candidates > len(hits):
+        count = sample_text(result, len(hits))
     elif len(hits) >= MAX_SEARCH_RESULTS:
         count = f"the {len(hits)} best results"
     else:
         count = _results(len(hits))
-    header = f"**Search** {shown}{filters}: {count}, best match first"
+    order = "best match first" if result.by_relevance else "newest first"
+    header = f"**Search** {shown}{filters}: {count}, {order}"
     entries = [search_entry(i, hit) for i, hit in enumerate(hits, start=1)]
     return [Page(content=text) for text in pack_lines(header, entries, per_page=PER_PAGE)]
+
+
+def matching_text(result: SearchResult) -> str:
+    """How many stored papers match, as counted: exactly, "more than" past the count's cap, or estimated from
+    the share the exact evaluator kept when the full-text index let others through (an ANDNOT part)."""
+    share = result.confirmed_share
+    if share >= 1:
+        return f"more than {result.candidates:,}" if result.candidates_capped else f"{result.candidates:,}"
+    estimate = int(float(f"{result.candidates * share:.2g}"))  # two significant figures: it is an estimate
+    return f"an estimated {estimate:,}" + (" or more" if result.candidates_capped else "")
+
+
+def sample_text(result: SearchResult, shown: int) -> str:
+    """The count and what is shown: 12,345 stored papers match; showing the 50 most relevant [of the 2,000 newest]."""
+    which = "most relevant" if result.by_relevance else "newest"
+    among = f" of the {result.sampled_from:,} newest" if result.sample and result.by_relevance else ""
+    papers = "paper matches" if result.candidates == 1 else "papers match"
+    return f"{matching_text(result)} stored {papers}; showing the {shown} {which}{among}"
 
 
 def _results(n: int) -> str:
@@ -189,7 +211,13 @@ def latest_pages(
         f"{i}. {paper_compact_line(p)}" + (f" · *{SUGGESTED_NOTE}*" if p.arxiv_id in suggested else "")
         for i, p in enumerate(papers, start=1)
     ]
-    return [Page(content=text) for text in pack_lines(header, entries, per_page=PER_PAGE)]
+    pages = []
+    for start in range(0, len(entries), PER_PAGE):  # five short lines always fit one page
+        [text] = pack_lines(header, entries[start : start + PER_PAGE], per_page=PER_PAGE)
+        # The card actions of the page's papers: a menu per action, as a digest has.
+        actions = tuple(digest_view(papers[start : start + PER_PAGE]).children)
+        pages.append(Page(content=text, items=actions))
+    return pages
 
 
 class HistoryCog(commands.Cog):

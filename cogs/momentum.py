@@ -52,6 +52,13 @@ def window_text(m: Momentum) -> str:
     return f"{m.window_start:%b %d} – {last_day:%b %d, %Y} (UTC) vs the {span_text(m.weeks)} before"
 
 
+def matching_note(share: float) -> str:
+    return (
+        f"Matching history: {share:.0%}… This topic's stored papers are still being matched, so these counts "
+        "are low until that is done. Ask again in a few minutes."
+    )
+
+
 def topic_embed(m: Momentum) -> discord.Embed:
     embed = discord.Embed(
         title=clip(neutralise_mentions(" ".join(m.topic.split())), TITLE_LIMIT),
@@ -120,8 +127,13 @@ class MomentumCog(commands.Cog):
     async def _one_topic(
         self, interaction: discord.Interaction, topic: TopicRow, weeks: int, guild_id: int
     ) -> None:
-        m = await services(interaction).momentum.topic(topic, weeks, guild_id)
-        await interaction.followup.send(embed=topic_embed(m), file=await chart_file(m))
+        momentum = services(interaction).momentum
+        m = await momentum.topic(topic, weeks, guild_id)
+        embed = topic_embed(m)
+        matched = momentum.history_matched(topic)
+        if matched is not None:
+            embed.add_field(name="Still counting", value=matching_note(matched), inline=False)
+        await interaction.followup.send(embed=embed, file=await chart_file(m))
 
     async def _ranking(self, interaction: discord.Interaction, guild_id: int, weeks: int) -> None:
         use = services(interaction)

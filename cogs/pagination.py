@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import weakref
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import aiohttp
 import discord
 
 from bot.render import CONTENT_LIMIT, clip, inert_fit
 
 PAGE_TIMEOUT = 600.0  # seconds without a click before the buttons go grey
+# Pages kept turnable at once, per bot: each live paginator holds its pages and interaction in memory until its
+# timeout, so a busy server's searches (455 in ten minutes of the 1M benchmark) grew the bot without bound. Past
+# this, the oldest goes grey early.
+MAX_LIVE_PAGINATORS = 200
+_live: weakref.WeakKeyDictionary[discord.Client, deque[Paginator]] = weakref.WeakKeyDictionary()
+_greying: set[asyncio.Task[None]] = set()  # held until done (the loop keeps only weak references to tasks)
 NOT_YOURS = "Only the person who ran the command can turn pages. Run it yourself to get your own copy."
 
 
@@ -25,6 +35,9 @@ def inline_text(text: str, limit: int) -> str:
 class Page:
     content: str | None = None
     embeds: tuple[discord.Embed, ...] = ()
+    # Components shown with this page only, in rows 0-3 (the page buttons take row 4): e.g. the card actions of
+    # the papers it lists. They answer their own clicks (persistent items with custom ids), not the paginator.
+    items: tuple[discord.ui.Item[discord.ui.View], ...] = ()
 
     def message_kwargs(self) -> dict[str, Any]:
         # Both always given, so turning to a page replaces what the previous one showed.
@@ -65,6 +78,13 @@ class Paginator(discord.ui.View):
         self.index = 0
         # The latest interaction on the message: its token (15 minutes) edits the message at timeout.
         self.last_interaction: discord.Interaction | None = None
+        self._buttons = (self.previous_page, self.counter, self.next_page)
+        if any(page.items for page in self.pages):
+            for button in self._buttons:  # under the pages' own rows
+                self.remove_item(button)
+                button.row = 4
+                self.add_item(button)
+        self._shown: list[discord.ui.Item[discord.ui.View]] = []
         self._update_buttons()
 
     @property
@@ -84,8 +104,16 @@ class Paginator(discord.ui.View):
         self.previous_page.disabled = self.index == 0
         self.next_page.disabled = self.index == len(self.pages) - 1
         self.counter.label = f"{self.index + 1}/{len(self.pages)}"
+        for item in self._shown:
+            self.remove_item(item)
+        self._shown = list(self.current.items)
+        for item in self._shown:
+            self.add_item(item)
 
     async def interaction_check(self, interaction: discord.Interaction) -> bool:
+        data: dict[str, object] = dict(interaction.data or {})
+        if data.get("custom_id") in {getattr(item, "custom_id", None) for item in self._shown}:
+            return False  # a page's own item: it answers the click itself, whoever clicks
         if self.is_author(interaction.user.id):
             return True
         await interaction.response.send_message(NOT_YOURS, ephemeral=True)
@@ -132,8 +160,38 @@ async def send_pages(
     if view is not None:
         kwargs["view"] = view
         view.last_interaction = interaction
+        _keep_live(interaction.client, view)  # before the answer shows: the oldest is being greyed by then
+    elif pages[0].items:
+        kwargs["view"] = items_view = discord.ui.View(timeout=None)
+        for item in pages[0].items:
+            items_view.add_item(item)
     if interaction.response.is_done():
         await interaction.followup.send(**kwargs, ephemeral=ephemeral, wait=True)
     else:
         await interaction.response.send_message(**kwargs, ephemeral=ephemeral)
+    if view is None and "view" in kwargs:
+        kwargs["view"].stop()  # persistent items: nothing to keep for this message
     return view
+
+
+def _keep_live(client: discord.Client, view: Paginator) -> None:
+    live = _live.setdefault(client, deque())
+    live.append(view)
+    while len(live) > MAX_LIVE_PAGINATORS:
+        oldest = live.popleft()
+        if not oldest.is_finished():
+            oldest.stop()  # forgotten by discord.py's view store: its pages can go
+            # Greyed in the background: the answer being sent must not wait for another message's edit.
+            greying = asyncio.create_task(_grey(oldest))
+            _greying.add(greying)
+            greying.add_done_callback(_greying.discard)
+
+
+async def greying_done() -> None:
+    """Return once every paginator pushed out so far is greyed (for a test, or a clean shutdown)."""
+    await asyncio.gather(*_greying)
+
+
+async def _grey(view: Paginator) -> None:
+    with contextlib.suppress(discord.HTTPException, aiohttp.ClientError, RuntimeError):  # cosmetic, and at
+        await view.on_timeout()  # shutdown the session may be gone

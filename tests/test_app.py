@@ -31,7 +31,15 @@ async def test_starts_with_catalog_and_commands(
     async with running_paperbot(tmp_path, discord, arxiv) as bot:
         assert bot.allowed_mentions is not None and not bot.allowed_mentions.everyone
         assert len(await bot.services.topics.visible_to(0)) >= 40
-        assert set(bot.cogs) == {"FollowCog", "MomentumCog", "HistoryCog", "AdminCog"}
+        assert set(bot.cogs) == {
+            "FollowCog",
+            "MomentumCog",
+            "HistoryCog",
+            "AdminCog",
+            "AskCog",
+            "CardsCog",
+            "SavedCog",
+        }
     assert discord.violations == []
 
 
@@ -57,7 +65,20 @@ async def test_every_command_and_option_is_described(
     async with running_paperbot(tmp_path, discord, arxiv):
         pass
     names = {c["name"] for c in discord.commands}
-    assert names == {"follow", "unfollow", "topics", "momentum", "latest", "search", "paper", "status"}
+    assert names == {
+        "follow",
+        "unfollow",
+        "topics",
+        "momentum",
+        "latest",
+        "search",
+        "paper",
+        "status",
+        "ask",
+        "brief",
+        "saved",
+        "ratings",
+    }
     for command in discord.commands:
         # discord.py fills a missing description with "…": that is no help text
         assert command["description"].strip() not in ("", "…"), command["name"]

@@ -207,7 +207,7 @@ def test_many_categories_are_summarised() -> None:
 def test_old_style_ids_get_working_links() -> None:
     paper = make_paper(arxiv_id="hep-ph/9411242")
     assert paper_embed(paper).url == "https://arxiv.org/abs/hep-ph/9411242"
-    assert [b.url for b in paper_view(paper).children] == [
+    assert [b.url for b in paper_view(paper).children if b.url] == [
         "https://arxiv.org/abs/hep-ph/9411242",
         "https://arxiv.org/pdf/hep-ph/9411242",
         "https://arxiv.org/html/hep-ph/9411242",
@@ -342,19 +342,27 @@ def test_console_card_wraps_to_width_and_shows_everything() -> None:
     )
 
 
-async def test_view_has_three_link_buttons_inside_a_running_loop() -> None:
+async def test_view_has_three_link_buttons_then_the_card_actions_inside_a_running_loop() -> None:
     view = paper_view(make_paper())
     assert view.timeout is None
-    assert [(b.label, b.url, b.style) for b in view.children] == [
-        ("Abstract", "https://arxiv.org/abs/2611.10001", discord.ButtonStyle.link),
-        ("PDF", "https://arxiv.org/pdf/2611.10001", discord.ButtonStyle.link),
-        ("HTML", "https://arxiv.org/html/2611.10001", discord.ButtonStyle.link),
+    links, actions = (row["components"] for row in view.to_components())
+    assert [(b["label"], b["url"], b["style"]) for b in links] == [
+        ("Abstract", "https://arxiv.org/abs/2611.10001", discord.ButtonStyle.link.value),
+        ("PDF", "https://arxiv.org/pdf/2611.10001", discord.ButtonStyle.link.value),
+        ("HTML", "https://arxiv.org/html/2611.10001", discord.ButtonStyle.link.value),
     ]
-    assert len(view.to_components()[0]["components"]) == 3
+    assert [b["custom_id"] for b in actions] == [
+        "pw:up:0:2611.10001",
+        "pw:down:0:2611.10001",
+        "pw:save:0:2611.10001",
+        "pw:similar:0:2611.10001",
+    ]
+    assert [b.get("label") for b in actions] == [None, None, "Save", "Similar"]
 
 
 def test_view_also_builds_without_an_event_loop() -> None:
-    assert len(paper_view(make_paper()).children) == 3
+    assert len(paper_view(make_paper()).children) == 7
+    assert len(paper_view(make_paper(), actions=False).children) == 3
 
 
 def test_invalid_ids_give_no_links_rather_than_bad_urls() -> None:
@@ -482,11 +490,12 @@ def test_every_line_name_and_view_is_safe(paper: Paper) -> None:
     name = thread_name(paper)
     assert 0 < len(name) <= 100 and name.strip() and "\n" not in name and LIVE_MENTION.search(name) is None
     view = paper_view(paper)
-    assert len(view.children) <= 25
+    assert len(view.children) <= 25 and len(view.to_components()) <= 5
     for button in view.children:
         assert isinstance(button, discord.ui.Button)
-        assert button.label and len(button.label) <= 80
-        assert button.url and len(button.url) <= 512
+        assert button.label or button.emoji
+        assert len(button.label or "") <= 80
+        assert (button.url and len(button.url) <= 512) or len(button.custom_id or "") <= 100
     console = paper_console(paper, topics=["t"], width=72)
     assert all(len(row) <= 72 for row in console.split("\n"))
     assert LIVE_MENTION.search(console) is None

@@ -16,6 +16,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from bot.cli.ask import cmd_ask, cmd_brief
 from bot.cli.demo import cmd_demo
 from bot.cli.history import cmd_match, cmd_momentum, cmd_stats, cmd_topics
 from bot.cli.parser import (
@@ -27,6 +28,7 @@ from bot.cli.parser import (
 )
 from bot.cli.pipeline import cmd_backfill, cmd_poll, cmd_watch
 from bot.cli.relevance import cmd_relevance
+from bot.cli.saved import cmd_saved
 from bot.cli.scorer import cmd_scorer
 from bot.clock import Clock
 from bot.config import Settings, load_settings, require_token
@@ -77,8 +79,14 @@ def dispatch(args: argparse.Namespace, clock: Clock | None) -> int:
             return asyncio.run(cmd_watch(settings, args.topic, args.once, clock))
         case "match":
             return asyncio.run(cmd_match(settings, args.query, args.since, args.limit, clock))
+        case "ask":
+            return asyncio.run(cmd_ask(settings, args.question, args.topic, args.since, clock))
+        case "brief":
+            return asyncio.run(cmd_brief(settings, args.topic, args.weeks, clock))
         case "scorer":
             return asyncio.run(cmd_scorer(settings, args.action, clock))
+        case "saved":
+            return asyncio.run(cmd_saved(settings, args.user, args.bibtex, clock))
     raise AssertionError(f"unhandled command {args.command!r}")
 
 

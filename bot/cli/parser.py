@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from bot.config import (
+    MAX_BRIEF_WEEKS,
     MAX_HISTORY_DAYS,
     MAX_MATCH_LIMIT,
     MAX_STATS_WEEKS,
@@ -160,6 +161,33 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"how many of the newest matches to list (0-{MAX_MATCH_LIMIT}, default 10)",
     )
 
+    ask = sub.add_parser(
+        "ask",
+        help="ask the stored papers: the abstracts' sentences that answer, each citing its paper",
+        description="An answer quoted from the abstracts of the stored papers most relevant to the question "
+        "(as /ask gives it), each sentence citing [n], then the numbered papers; with LLM_BASE_URL set, a short "
+        "answer the model writes from those abstracts only, cited the same way.",
+    )
+    ask.add_argument("question", help='in words, e.g. "how is reward hacking reduced in RLHF?"')
+    ask.add_argument("--topic", metavar="NAME", help="only papers of this catalog topic and its sub-topics")
+    ask.add_argument(
+        "--since",
+        metavar="WHEN",
+        help="only papers submitted since a day (YYYY-MM-DD) or a span (10d, 4w, 6m, 1y)",
+    )
+
+    brief = sub.add_parser(
+        "brief",
+        help="what moved in a topic: rising phrases, active authors, the papers that represent the period",
+    )
+    brief.add_argument("topic", help='a catalog topic\'s name or slug, e.g. "RL Post-Training"')
+    brief.add_argument(
+        "--weeks",
+        type=whole_number(1, MAX_BRIEF_WEEKS),
+        default=4,
+        help=f"the period in weeks back from today (1-{MAX_BRIEF_WEEKS}, default 4), against twice as many before",
+    )
+
     scorer = sub.add_parser(
         "scorer",
         help="the learned topic scorer: train it on the stored history now, or show each topic's status",
@@ -169,6 +197,15 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("train", "status"),
         help="train: learn every topic's scorer now (the bot also does it daily); status: scored or query-only",
     )
+
+    saved = sub.add_parser("saved", help="a member's reading list (papers saved with ⭐ on a card)")
+    saved.add_argument(
+        "--user",
+        type=whole_number(1, 2**63 - 1, " (a Discord user id)"),
+        required=True,
+        help="the member's Discord user id",
+    )
+    saved.add_argument("--bibtex", action="store_true", help="print the list as BibTeX (e.g. > saved.bib)")
 
     demo = sub.add_parser(
         "demo",

@@ -4,6 +4,16 @@ limits: Discord's limits, in one place. text: clipping, inert markdown, mentions
 shrink" loop, small list helpers. latex: arXiv LaTeX to Unicode. card: the paper card and its other forms.
 digest: ten compact cards in one message."""
 
+from bot.render.actions import (
+    ANY_TOPIC,
+    CARD_ACTION,
+    DIGEST_ACTION,
+    KINDS,
+    ActionKind,
+    action_button,
+    action_select,
+    digest_view,
+)
 from bot.render.card import (
     DEFAULT_ABSTRACT_CHARS,
     category_colour,
@@ -61,9 +71,11 @@ from bot.render.text import (
 )
 
 __all__ = [
+    "ANY_TOPIC",
     "AUTHOR_NAME_LIMIT",
     "AUTOCOMPLETE_CHOICES",
     "BUTTON_LABEL_LIMIT",
+    "CARD_ACTION",
     "CHOICE_NAME_LIMIT",
     "CHOICE_VALUE_LIMIT",
     "COMPACT_LINE_LIMIT",
@@ -71,6 +83,7 @@ __all__ = [
     "DEFAULT_ABSTRACT_CHARS",
     "DESCRIPTION_LIMIT",
     "DIGEST_ABSTRACT_CHARS",
+    "DIGEST_ACTION",
     "DIGEST_EMBEDS_CHARS",
     "ELLIPSIS",
     "EMBEDS_PER_MESSAGE",
@@ -79,19 +92,24 @@ __all__ = [
     "FIELD_NAME_LIMIT",
     "FIELD_VALUE_LIMIT",
     "FOOTER_LIMIT",
+    "KINDS",
     "SEP",
     "SUGGESTED",
     "SUGGESTED_NOTE",
     "THREAD_NAME_LIMIT",
     "TITLE_LIMIT",
     "URL_LIMIT",
+    "ActionKind",
     "DigestItem",
+    "action_button",
+    "action_select",
     "category_colour",
     "clip",
     "code_block",
     "digest_content",
     "digest_embeds",
     "digest_thread_name",
+    "digest_view",
     "embed_size",
     "fit_lines",
     "format_affiliations",

@@ -20,6 +20,7 @@ from urllib.parse import quote
 import discord
 
 from bot.models import Author, Paper
+from bot.render.actions import add_card_actions
 from bot.render.limits import (
     AUTHOR_NAME_LIMIT,
     BUTTON_LABEL_LIMIT,
@@ -385,14 +386,17 @@ def embed_size(embed: discord.Embed) -> int:
     return sum(len(part) for part in parts if part)
 
 
-def paper_view(paper: Paper) -> discord.ui.View:
-    """Link buttons Abstract / PDF / HTML. Link buttons need no callbacks, so timeout=None and no state;
-    safe to build with or without a running event loop (discord.py 2.7 creates its future lazily)."""
+def paper_view(paper: Paper, *, actions: bool = True) -> discord.ui.View:
+    """Link buttons Abstract / PDF / HTML, and under them the card's actions (bot.render.actions), whose
+    custom ids carry all they need: timeout=None and no state. Safe to build with or without a running event
+    loop (discord.py 2.7 creates its future lazily)."""
     view = discord.ui.View(timeout=None)
     for label, url in (("Abstract", paper.abs_url), ("PDF", paper.pdf_url), ("HTML", paper.html_url)):
         valid = valid_url(url)
         if valid:
-            view.add_item(discord.ui.Button(label=label[:BUTTON_LABEL_LIMIT], url=valid))
+            view.add_item(discord.ui.Button(label=label[:BUTTON_LABEL_LIMIT], url=valid, row=0))
+    if actions:
+        add_card_actions(view, paper, row=1)
     return view
 
 

@@ -22,6 +22,10 @@ URL_LIMIT: Final = 512  # embed and link-button URLs
 
 # Components, threads, slash commands
 BUTTON_LABEL_LIMIT: Final = 80
+CUSTOM_ID_LIMIT: Final = 100  # a component's custom_id
+SELECT_OPTIONS: Final = 25  # options of one select menu
+SELECT_OPTION_LIMIT: Final = 100  # an option's label, value and description
+SELECT_PLACEHOLDER_LIMIT: Final = 150
 THREAD_NAME_LIMIT: Final = 100  # a thread's or forum post's name
 AUTOCOMPLETE_CHOICES: Final = 25  # choices in one autocomplete answer
 CHOICE_NAME_LIMIT: Final = 100  # an autocomplete choice's name

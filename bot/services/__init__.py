@@ -10,12 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
+from bot.ask.llm import ChatModel
 from bot.clock import Clock
 from bot.config import Settings
 from bot.intake import Intake
+from bot.services.ask import AskService
 from bot.services.follows import FollowService
 from bot.services.history import HistoryService
 from bot.services.momentum import MomentumService
+from bot.services.ratings import RatingService
+from bot.services.saved import SavedService
+from bot.services.similar import SimilarService
 from bot.services.status import StatusService
 from bot.services.topics import TopicLimits, TopicService
 from bot.sources.arxiv_api import ArxivClient
@@ -24,10 +29,14 @@ from bot.topics.index import TopicIndex
 from bot.topics.scorer_training import LearnedScorer
 
 __all__ = [
+    "AskService",
     "FollowService",
     "HistoryService",
     "MomentumService",
+    "RatingService",
+    "SavedService",
     "Services",
+    "SimilarService",
     "StatusService",
     "TopicService",
 ]
@@ -40,6 +49,10 @@ class Services:
     history: HistoryService  # latest, search, every match of a query, one paper by id
     momentum: MomentumService  # one topic's momentum, a server's topics ranked
     status: StatusService  # what /status shows, the counts the CLI prints
+    ask: AskService  # /ask and /brief: answers from the stored papers, with sources
+    ratings: RatingService  # 👍 / 👎 on cards, per server and topic
+    saved: SavedService  # members' reading lists
+    similar: SimilarService  # the stored papers nearest to one
 
     @classmethod
     def build(
@@ -53,13 +66,18 @@ class Services:
         settings: Settings,
         limits: TopicLimits | None = None,
         scorer: LearnedScorer | None = None,
+        model: ChatModel | None = None,
     ) -> Services:
         limits = limits or TopicLimits()
         topics = TopicService(store, index, clock, limits, scorer)
         return cls(
             topics=topics,
             follows=FollowService(store, topics, clock),
-            history=HistoryService(store, index, arxiv, intake, limits),
+            history=HistoryService(store, index, arxiv, intake, limits, clock),
             momentum=MomentumService(store, index, clock, settings.arxiv_categories),
-            status=StatusService(store, clock, timedelta(minutes=settings.poll_interval_minutes)),
+            status=StatusService(store, clock, timedelta(minutes=settings.poll_interval_minutes), index),
+            ask=AskService(store, index, clock, model=model),  # model: LLM_BASE_URL's, if set
+            ratings=RatingService(store, clock),
+            saved=SavedService(store, clock),
+            similar=SimilarService(store, scorer),
         )

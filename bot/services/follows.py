@@ -9,6 +9,7 @@ two: the plan holds the plain data that decision needs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from bot.clock import Clock
@@ -16,6 +17,7 @@ from bot.errors import PaperwatchError
 from bot.models import Follow, MatchKind, Mode, TopicRow
 from bot.services.topics import TopicPlan, TopicService, clean_name
 from bot.store import Store
+from bot.topics.index import HistoryProgress as HistoryProgress  # re-exported: what /follow shows of it
 
 MODES: tuple[Mode, ...] = ("each", "digest")
 DEFAULT_DIGEST_HOUR = 8
@@ -170,11 +172,14 @@ class FollowService:
         following = [f.channel_id for f in await self.in_server(guild_id) if f.topic_id in affected]
         return replace(plan, guarded=tuple(dict.fromkeys(following)))
 
-    async def follow(self, plan: FollowPlan) -> Followed:
-        """Carry out a plan: create or change the server's topic (matching its history), then follow it."""
+    async def follow(
+        self, plan: FollowPlan, on_progress: Callable[[HistoryProgress], None] | None = None
+    ) -> Followed:
+        """Carry out a plan: create or change the server's topic (matching its history, `on_progress` called
+        after each batch), then follow it."""
         matched = 0
         if plan.topic_plan is not None:
-            topic, matched = await self.topics.save(plan.topic_plan)
+            topic, matched = await self.topics.save(plan.topic_plan, on_progress)
         else:
             assert plan.topic is not None  # a plan names a topic or plans one
             topic = plan.topic

@@ -8,6 +8,7 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from datetime import datetime
 
+from bot.clock import Clock, SystemClock
 from bot.errors import PaperwatchError, SourceError
 from bot.intake import Intake
 from bot.models import CATALOG_GUILD, Paper, SearchHit, TopicRow, fold_name
@@ -21,14 +22,39 @@ from bot.topics.query import TopicQuery
 
 MAX_LATEST = 50  # papers one /latest lists
 MAX_SEARCH_RESULTS = 50  # hits one /search shows
-FIRST_SEARCH_BATCH = 500  # candidates of a search's first trip to the evaluator; each next trip doubles
+FIRST_SEARCH_BATCH = (
+    100  # candidates of a search's first trip to the evaluator (twice a page); each next doubles
+)
+# Wall time a search may spend (ranking, then confirming candidates) before it answers with what it found, as a
+# partial result: a query the index cannot narrow (a word in most papers ANDNOT another in most) would check
+# thousands. The first batch is always checked.
+SEARCH_BUDGET_SECONDS = 0.12
+MAX_SEARCH_BATCH = 400  # the budget is checked between batches: a batch is what it may overrun by (~50 ms)
+COUNT_CAP = 20_000  # how far a search counts its candidates (~10 ms at 1M): beyond, "more than 20,000"
 
 
 @dataclass(frozen=True)
 class SearchResult:
     hits: list[SearchHit]  # confirmed matches, best first
     checked: int  # candidates the exact evaluator looked at
-    complete: bool  # every candidate was checked: no other stored paper matches
+    complete: bool  # every candidate was checked, or `want` were found among those ranked
+    # When more candidates passed the full-text index than one search ranks (limits.search_candidates), the
+    # hits are the best of the newest `sampled_from` of them: a best-first sample of `candidates` (counted up
+    # to COUNT_CAP: `candidates_capped`). None: every candidate was ranked.
+    sampled_from: int | None = None
+    candidates: int = 0
+    candidates_capped: bool = False
+    by_relevance: bool = True  # False: newest first (a query with no words to rank by, e.g. a bare cat:)
+    confirmed: int = 0  # of the `checked` candidates, how many the exact evaluator kept
+
+    @property
+    def sample(self) -> bool:
+        return self.sampled_from is not None
+
+    @property
+    def confirmed_share(self) -> float:
+        """Of the candidates checked, the share the exact evaluator kept (1.0 when the index was exact)."""
+        return self.confirmed / self.checked if self.checked else 1.0
 
 
 def check_latest_count(count: int) -> None:
@@ -44,7 +70,9 @@ class HistoryService:
         arxiv: ArxivClient,
         intake: Intake,
         limits: TopicLimits | None = None,
+        clock: Clock | None = None,
     ) -> None:
+        self.clock = clock or SystemClock()
         self.store = store
         self.index = index
         self.arxiv = arxiv
@@ -87,49 +115,92 @@ class HistoryService:
     ) -> SearchResult:
         """The `want` best stored matches of a query (among the papers of `topic` as server `guild_id` sees
         it), best first. Candidates come from the full-text index in growing batches and are confirmed by the
-        exact evaluator until `want` are found, none is left, or `limits.search_candidates` were checked (then
-        the result is not complete)."""
+        exact evaluator until `want` are found, none is left, `limits.search_candidates` were checked or
+        SEARCH_BUDGET_SECONDS have passed (then the result is not complete). Only the newest
+        `limits.search_ranked` candidates are ranked, so the cost is bounded by the page, not by the matches:
+        with more candidates the result is a best-first sample (`sampled_from`), and says how many there are,
+        counted up to COUNT_CAP."""
+        deadline = self.clock.monotonic() + SEARCH_BUDGET_SECONDS  # ranking included
         categories = await self.index.stored_categories(query)
         if categories is None:  # a category no stored paper has: nothing can match
             return SearchResult([], 0, True)
-        bound = self.limits.search_candidates
+        bound, pool = self.limits.search_candidates, self.limits.search_ranked
         fts = query.to_fts5()
         topic_id = topic.id if topic is not None else None
         including = self.index.within(topic.id, guild_id) if topic is not None else []
 
+        # Ranked once within the newest `pool` candidates (the cost of a page, however many papers match),
+        # then read a batch at a time; with no words, newest first straight from the index.
+        order = (
+            await self.store.search.ranked_ids(
+                fts, topic_id=topic_id, including=including, categories=categories, since=since, pool=pool
+            )
+            if fts is not None
+            else []
+        )
+
         async def ranked(offset: int, limit: int) -> list[SearchHit]:
+            if fts is not None:
+                return await self.store.search.hits(order[offset : offset + limit])
             return await self.store.search.ranked(
-                fts,
+                None,
                 topic_id=topic_id,
                 including=including,
                 categories=categories,
                 since=since,
                 limit=limit,
                 offset=offset,
+                snippets=False,
             )
 
+        async def count(cap: int) -> int:
+            return await self.store.search.count(
+                fts, topic_id=topic_id, including=including, categories=categories, since=since, cap=cap
+            )
+
+        exhausted = False
+
         async def batches() -> AsyncIterator[list[SearchHit]]:
+            nonlocal exhausted
             offset, size = 0, FIRST_SEARCH_BATCH
             while offset < bound:
                 size = min(size, bound - offset)
                 batch = await ranked(offset, size)
                 yield batch
                 if len(batch) < size:
-                    return  # the index has no more candidates
+                    exhausted = True  # the index has no more candidates
+                    return
                 offset += size
-                size *= 2
+                size = min(2 * size, MAX_SEARCH_BATCH)
 
         found: list[SearchHit] = []
         checked = 0
+        over_budget = False
         async with aclosing(confirmed(query, batches(), lambda hit: hit.paper)) as confirming:
             async for size, hits in confirming:
                 checked += size
                 found += hits
                 if len(found) >= want:
-                    return SearchResult(found[:want], checked, True)
-        if checked < bound:  # the candidates ran out before the bound
-            return SearchResult(found, checked, True)
-        return SearchResult(found, checked, not await ranked(checked, 1))
+                    break
+                if self.clock.monotonic() > deadline and not exhausted:
+                    over_budget = True
+                    break
+        shown = await self.store.search.with_snippets(fts, found[:want])
+        if over_budget:
+            return SearchResult(shown, checked, False, by_relevance=fts is not None, confirmed=len(found))
+        if exhausted and checked < pool:  # every candidate was checked
+            return SearchResult(shown, checked, True, by_relevance=fts is not None, confirmed=len(found))
+        candidates = await count(COUNT_CAP)
+        return SearchResult(
+            shown,
+            checked,
+            len(found) >= want or candidates <= checked,
+            sampled_from=pool if candidates > pool else None,
+            candidates=candidates,
+            candidates_capped=candidates >= COUNT_CAP,
+            by_relevance=fts is not None,
+            confirmed=len(found),
+        )
 
     async def matches(self, query: TopicQuery, *, since: datetime | None = None) -> list[Paper]:
         """Every stored paper the query matches (submitted since `since`), newest first."""

@@ -34,6 +34,12 @@ class MomentumService:
         [momentum] = await self.topics([topic], weeks, guild_id)
         return momentum
 
+    def history_matched(self, topic: TopicRow) -> float | None:
+        """How much of the topic's stored history has been matched (0.0-1.0) while that runs in the background
+        (its counts are low until then); None when it is done."""
+        progress = self.index.history_progress(topic.id)
+        return progress.share if progress is not None else None
+
     async def ranking(
         self, topics: Sequence[TopicRow], weeks: int = 4, guild_id: int = CATALOG_GUILD
     ) -> list[Momentum]:

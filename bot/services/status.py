@@ -9,6 +9,8 @@ from datetime import datetime, timedelta
 from bot.clock import Clock
 from bot.models import Follow, SkippedSummary, SourceState
 from bot.store import Store
+from bot.topics.index import CatchUp as CatchUp  # re-exported: what /status shows of it
+from bot.topics.index import TopicIndex
 
 
 @dataclass(frozen=True)
@@ -20,13 +22,17 @@ class Status:
     broken: list[Follow]  # this server's follows Discord refused
     now: datetime
     poll_interval: timedelta
+    history: CatchUp | None = None  # history matching still running in the background (after a start)
 
 
 class StatusService:
-    def __init__(self, store: Store, clock: Clock, poll_interval: timedelta) -> None:
+    def __init__(
+        self, store: Store, clock: Clock, poll_interval: timedelta, index: TopicIndex | None = None
+    ) -> None:
         self.store = store
         self.clock = clock
         self.poll_interval = poll_interval
+        self.index = index
 
     async def of_server(self, guild_id: int) -> Status:
         return Status(
@@ -37,6 +43,7 @@ class StatusService:
             broken=[f for f in await self.store.follows.for_guild(guild_id) if f.broken],
             now=self.clock.now(),
             poll_interval=self.poll_interval,
+            history=self.index.catching_up() if self.index is not None else None,
         )
 
     async def papers_stored(self) -> int:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
@@ -30,7 +30,7 @@ from bot.services.topic_paths import TopicTree as TopicTree
 from bot.services.topic_paths import topic_tree as topic_tree
 from bot.store import Store
 from bot.store.protocol import TopicNameTaken
-from bot.topics.index import TopicIndex
+from bot.topics.index import HistoryProgress, TopicIndex
 from bot.topics.query import MAX_QUERY_LENGTH as MAX_QUERY_LENGTH  # re-exported: the option's bound
 from bot.topics.query import TopicQuery, parse_query
 from bot.topics.scorer import TopicScorer, query_only
@@ -58,6 +58,7 @@ class TopicLimits:
     broad_floor: int = 1_000  # ...but any topic may need this many (a small history is cheap to scan)...
     history_candidates: int = 50_000  # ...and none more than this
     search_candidates: int = 10_000  # papers one /search checks before it answers with what it found
+    search_ranked: int = 2_000  # newest candidates one /search ranks: beyond, a best-first sample
 
     def broad_limit(self, stored: int) -> int:
         """The most candidates a topic's history scan may have, with `stored` papers in the store."""
@@ -406,7 +407,9 @@ class TopicService:
                 f"{stored:,} stored papers for it. {NARROWING}"
             )
 
-    async def save(self, plan: TopicPlan) -> tuple[TopicRow, int]:
+    async def save(
+        self, plan: TopicPlan, on_progress: Callable[[HistoryProgress], None] | None = None
+    ) -> tuple[TopicRow, int]:
         """Carry out a plan: create the topic, or give it its new query (matching the stored history) or its new
         place (recomputing what the ancestors it leaves and joins hold through it). Returns the topic and how
         many stored papers it holds now (0 when nothing changed)."""
@@ -443,7 +446,7 @@ class TopicService:
         self._recent_changes(plan.guild_id).append(now)
         self.index.register(row, plan.query)
         if plan.changes_query:
-            await self.index.match_history(row.id, plan.query)
+            await self.index.match_history(row.id, plan.query, on_progress=on_progress)
             self.retrain_soon(row.id)
         if plan.changes_parent:
             await self.index.rebuild([*left, *self.index.lineage(row.id)[1:]])

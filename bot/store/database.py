@@ -1,7 +1,9 @@
 """SQLite connections, numbered migrations recorded in the database, and write transactions.
 
-One writer connection (writes are serialised by a lock, one transaction at a time) and one reader connection:
-with WAL, commands read committed data while ingest writes.
+One writer connection (writes are serialised by a lock, one transaction at a time) and a pool of read-only
+connections: with WAL, any number of readers see committed data while ingest writes, so one member's slow read
+(a search over a million papers) never holds another member's answer. Each aiosqlite connection runs its
+statements on its own thread, one at a time: a single shared reader would queue every command behind the slowest.
 """
 
 from __future__ import annotations
@@ -25,6 +27,12 @@ from bot.clock import Clock
 log = logging.getLogger(__name__)
 _MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 _in_transaction: contextvars.ContextVar[bool] = contextvars.ContextVar("in_transaction", default=False)
+READERS = 4  # read connections: concurrent commands beyond this wait for a free one, never for the writer
+# Page cache per connection (KiB). The writer's is large so FTS and index inserts of a page of papers stay in
+# memory; readers' are small, since they are several and the OS page cache holds the file anyway: four large
+# reader caches filled by searches were most of the bot's memory growth at 1M papers.
+WRITER_CACHE_KIB = 65_536
+READER_CACHE_KIB = 8_192
 
 
 def bundled_migrations() -> list[tuple[int, str, str]]:
@@ -56,37 +64,81 @@ def create_private(path: Path) -> None:
     os.close(fd)
 
 
+async def connect(path: Path, *, cache_kib: int, read_only: bool = False) -> aiosqlite.Connection:
+    # isolation_level=None: we issue BEGIN/COMMIT ourselves, so a transaction spans exactly what we say.
+    conn = await aiosqlite.connect(path, isolation_level=None)
+    conn.row_factory = aiosqlite.Row
+    await conn.execute("PRAGMA foreign_keys = ON")
+    await conn.execute("PRAGMA busy_timeout = 10000")
+    await conn.execute("PRAGMA synchronous = NORMAL")  # durable at each checkpoint; safe with WAL
+    await conn.execute(f"PRAGMA cache_size = -{int(cache_kib)}")
+    if read_only:
+        await conn.execute("PRAGMA query_only = ON")  # a write by mistake fails instead of racing the writer
+    return conn
+
+
+class ReadPool:
+    """Read-only connections lent one per read: a read waits only when every connection is busy."""
+
+    def __init__(self) -> None:
+        self._idle: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
+        self._all: list[aiosqlite.Connection] = []
+
+    async def open(self, path: Path, size: int) -> None:
+        for _ in range(size):
+            conn = await connect(path, cache_kib=READER_CACHE_KIB, read_only=True)
+            self._all.append(conn)
+            self._idle.put_nowait(conn)
+
+    @property
+    def connections(self) -> tuple[aiosqlite.Connection, ...]:
+        return tuple(self._all)
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[aiosqlite.Connection]:
+        if not self._all:
+            raise RuntimeError("the store is not open")
+        conn = await self._idle.get()
+        try:
+            yield conn
+        finally:
+            # Back even when the caller was cancelled mid-read: aiosqlite finishes that statement on the
+            # connection's thread before it runs the next borrower's.
+            self._idle.put_nowait(conn)
+
+    async def close(self) -> None:
+        for conn in self._all:
+            await conn.close()
+        self._all.clear()
+        self._idle = asyncio.Queue()
+
+
 class Database:
-    def __init__(self, path: Path, clock: Clock) -> None:
+    def __init__(self, path: Path, clock: Clock, *, readers: int = READERS) -> None:
+        if readers < 1:
+            raise ValueError(f"a database needs at least one read connection (got {readers})")
         self.path = path
         self.clock = clock
+        self.readers = readers
         self._writer: aiosqlite.Connection | None = None
-        self._reader: aiosqlite.Connection | None = None
+        self._pool = ReadPool()
         self._write_lock = asyncio.Lock()
 
     async def open(self) -> None:
-        if str(self.path) != ":memory:":
-            create_private(self.path)
-        self._writer = await self._connect()
+        if str(self.path) == ":memory:":
+            # Each connection to ":memory:" is a database of its own: readers would never see the writes.
+            raise ValueError("the store needs a database file; ':memory:' cannot be shared by connections")
+        create_private(self.path)
+        self._writer = await connect(self.path, cache_kib=WRITER_CACHE_KIB)
         await self._writer.execute("PRAGMA journal_mode = WAL")
         await self.migrate()
-        self._reader = await self._connect()
-
-    async def _connect(self) -> aiosqlite.Connection:
-        # isolation_level=None: we issue BEGIN/COMMIT ourselves, so a transaction spans exactly what we say.
-        conn = await aiosqlite.connect(self.path, isolation_level=None)
-        conn.row_factory = aiosqlite.Row
-        await conn.execute("PRAGMA foreign_keys = ON")
-        await conn.execute("PRAGMA busy_timeout = 10000")
-        await conn.execute("PRAGMA synchronous = NORMAL")  # durable at each checkpoint; safe with WAL
-        await conn.execute("PRAGMA cache_size = -65536")  # 64 MiB: FTS and index inserts stay in memory
-        return conn
+        await self._pool.open(self.path, self.readers)
 
     async def close(self) -> None:
-        for conn in (self._reader, self._writer):
-            if conn is not None:
-                await conn.close()
-        self._reader = self._writer = None
+        await self._pool.close()
+        if self._writer is not None:
+            await self._writer.close()
+        self._writer = None
 
     @property
     def writer(self) -> aiosqlite.Connection:
@@ -94,11 +146,9 @@ class Database:
             raise RuntimeError("the store is not open")
         return self._writer
 
-    @property
-    def reader(self) -> aiosqlite.Connection:
-        if self._reader is None:
-            raise RuntimeError("the store is not open")
-        return self._reader
+    def connections(self) -> tuple[aiosqlite.Connection, ...]:
+        """Every open connection, the writer first (to trace statements, or add a function in a test)."""
+        return (self.writer, *self._pool.connections)
 
     async def migrate(self) -> list[int]:
         """Apply every bundled migration not yet recorded in the database; return the versions applied."""
@@ -142,9 +192,12 @@ class Database:
                 _in_transaction.reset(token)
 
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[aiosqlite.Row]:
-        """A read of committed data (the writer's own connection inside a transaction, to see its writes)."""
-        conn = self.writer if _in_transaction.get() else self.reader
-        async with conn.execute(sql, params) as cur:
+        """A read of committed data on a free read connection (the writer's own connection inside a
+        transaction, to see its writes)."""
+        if _in_transaction.get():
+            async with self.writer.execute(sql, params) as cur:
+                return list(await cur.fetchall())
+        async with self._pool.connection() as conn, conn.execute(sql, params) as cur:
             return list(await cur.fetchall())
 
     async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> aiosqlite.Row | None:

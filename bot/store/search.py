@@ -1,16 +1,25 @@
-"""Full-text search over the stored papers: FTS5 with bm25 ranking and a highlighted snippet."""
+"""Full-text search over the stored papers: FTS5 with bm25 ranking and a highlighted snippet.
+
+Every read here costs what a page of results costs, not what the number of matches costs: a word in 90% of a
+million papers matches 900,000 of them, and ranking them all took seconds. Ranking runs within a bounded pool
+(the newest `pool` candidates, which FTS5 yields in rowid order and stops after), snippets are cut for the hits
+shown only, a bare category reads its own index newest first, and counts stop at a cap.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 
-from bot.models import HIGHLIGHT_END, HIGHLIGHT_START, SearchHit
+from bot.models import HIGHLIGHT_END, HIGHLIGHT_START, Paper, SearchHit
 from bot.store.database import Database
-from bot.store.papers import paper_filter, paper_from_row
+from bot.store.papers import paper_filter, paper_from_row, to_ts
 
 # bm25 weights per column (title, abstract, authors): a hit in the title says most about a paper.
 _BM25 = "bm25(papers_fts, 4.0, 1.0, 2.0)"
+_NO_TEXT_SNIPPET = 240  # characters of the abstract shown when there are no words to highlight
+_MAX_CATEGORY_ARMS = 16  # categories read index by index; more (rare) fall back to one filtered scan
 
 
 class SearchRepo:
@@ -27,27 +36,218 @@ class SearchRepo:
         since: datetime | None = None,
         limit: int = 200,
         offset: int = 0,
+        snippets: bool = True,
     ) -> list[SearchHit]:
         """Best matches first (newest first when there is no text to rank by), from the `offset`-th on.
         Callers confirm each hit with the query's exact evaluator: FTS5 is a prefilter that may return more
         (an ANDNOT part, an id or a category prefix are left to the evaluator). `including`: topics whose
-        papers count as the topic's too (a server's own topics under a catalog topic)."""
+        papers count as the topic's too (a server's own topics under a catalog topic). This ranks every
+        candidate: /search ranks a bounded pool instead (`ranked_ids`). Without `snippets`, hits carry an
+        empty snippet: `with_snippets` cuts them for the hits kept."""
         if limit < 0 or offset < 0:  # SQLite reads LIMIT -1 as "no limit"
             raise ValueError(f"limit and offset must not be negative (got {limit}, {offset})")
+        if fts is None:
+            return await self._newest(topic_id, including, categories, since, limit, offset)
         where, params = paper_filter(
             topic_id=topic_id, including=including, categories=categories, since=since
         )
+        rows = await self.db.fetchall(
+            f"SELECT p.*, {_BM25} AS score FROM papers_fts"
+            f" JOIN papers p ON p.pk = papers_fts.rowid WHERE papers_fts MATCH ?{where}"
+            " ORDER BY score, p.pk LIMIT ? OFFSET ?",
+            (fts, *params, limit, offset),
+        )
+        hits = [SearchHit(paper_from_row(r), "") for r in rows]
+        return await self.with_snippets(fts, hits) if snippets else hits
+
+    async def ranked_ids(
+        self,
+        fts: str,
+        *,
+        topic_id: int | None = None,
+        including: Sequence[int] = (),
+        categories: Sequence[str] = (),
+        since: datetime | None = None,
+        pool: int,
+    ) -> list[int]:
+        """The newest `pool` candidates' row ids, best first: ranked once, then read a page at a time with
+        `hits` (ranking again for each page cost a NOT query, whose pages are mostly rejected, 4x)."""
+        if pool < 0:
+            raise ValueError(f"pool must not be negative (got {pool})")
+        where, params = paper_filter(
+            topic_id=topic_id, including=including, categories=categories, since=since
+        )
+        joined = f" JOIN papers p ON p.pk = papers_fts.rowid WHERE papers_fts MATCH ?{where}"
+        rows = await self.db.fetchall(
+            f"SELECT pk FROM (SELECT papers_fts.rowid AS pk, {_BM25} AS score FROM papers_fts"
+            f"{joined if where else ' WHERE papers_fts MATCH ?'}"
+            " ORDER BY papers_fts.rowid DESC LIMIT ?) ORDER BY score, pk",
+            (fts, *params, pool),
+        )
+        return [row[0] for row in rows]
+
+    async def hits(self, pks: Sequence[int]) -> list[SearchHit]:
+        """The papers of these row ids, in that order, as hits without a snippet (`with_snippets`)."""
+        if not pks:
+            return []
+        rows = await self.db.fetchall(
+            f"SELECT * FROM papers WHERE pk IN ({','.join('?' * len(pks))})", tuple(pks)
+        )
+        by_pk = {row["pk"]: row for row in rows}
+        return [SearchHit(paper_from_row(by_pk[pk]), "") for pk in pks if pk in by_pk]
+
+    async def with_snippets(self, fts: str | None, hits: list[SearchHit]) -> list[SearchHit]:
+        """The hits with their snippet: the abstract around the words `fts` matched, between HIGHLIGHT_START
+        and HIGHLIGHT_END (the abstract's start when there is no text). Cut for these hits only: a snippet
+        re-reads the abstract, which costs more than ranking."""
+        if not hits:
+            return hits
+        ids = [h.paper.arxiv_id for h in hits]
+        marks = ",".join("?" * len(ids))
         if fts is None:
             rows = await self.db.fetchall(
-                f"SELECT p.*, substr(p.abstract, 1, 240) AS snip FROM papers p WHERE 1{where}"
+                f"SELECT arxiv_id, substr(abstract, 1, {_NO_TEXT_SNIPPET}) AS snip FROM papers"
+                f" WHERE arxiv_id IN ({marks})",
+                ids,
+            )
+            snips = {r["arxiv_id"]: r["snip"] for r in rows}
+        else:
+            # By rowid: FTS5 then reads just these rows (filtering its matches by arxiv_id read all 900,000
+            # matches of a common word, 1.7 s).
+            pks = {
+                r["pk"]: r["arxiv_id"]
+                for r in await self.db.fetchall(
+                    f"SELECT pk, arxiv_id FROM papers WHERE arxiv_id IN ({marks})", ids
+                )
+            }
+            found = await self.db.fetchall(
+                "SELECT rowid, snippet(papers_fts, 1, ?, ?, '…', 24) AS snip FROM papers_fts"
+                f" WHERE papers_fts MATCH ? AND rowid IN ({','.join('?' * len(pks))})",
+                (HIGHLIGHT_START, HIGHLIGHT_END, fts, *pks),
+            )
+            snips = {pks[r["rowid"]]: r["snip"] for r in found}
+        return [replace(h, snippet=snips.get(h.paper.arxiv_id, "")) for h in hits]
+
+    async def count(
+        self,
+        fts: str | None,
+        *,
+        topic_id: int | None = None,
+        including: Sequence[int] = (),
+        categories: Sequence[str] = (),
+        since: datetime | None = None,
+        cap: int,
+    ) -> int:
+        """How many papers pass the prefilter and the filters, counted up to `cap` (so asking costs at most
+        `cap` rows however broad the query is)."""
+        where, params = paper_filter(
+            topic_id=topic_id, including=including, categories=categories, since=since
+        )
+        if fts is not None:
+            source = "papers_fts WHERE papers_fts MATCH ?"
+            if where:
+                source = (
+                    f"papers_fts JOIN papers p ON p.pk = papers_fts.rowid WHERE papers_fts MATCH ?{where}"
+                )
+            sql, args = f"SELECT 1 FROM {source} LIMIT ?", (fts, *params, cap)
+        elif categories and len(categories) <= _MAX_CATEGORY_ARMS:
+            arms, args_list = self._category_arms(topic_id, including, categories, since, cap)
+            sql, args = f"SELECT DISTINCT pk FROM ({arms}) LIMIT ?", (*args_list, cap)
+        else:
+            sql, args = f"SELECT 1 FROM papers p WHERE 1{where} LIMIT ?", (*params, cap)
+        row = await self.db.fetchone(f"SELECT COUNT(*) FROM ({sql})", args)
+        return int(row[0]) if row else 0
+
+    # ---- no text: newest first ---------------------------------------------------------------------------
+
+    def _category_arms(
+        self,
+        topic_id: int | None,
+        including: Sequence[int],
+        categories: Sequence[str],
+        since: datetime | None,
+        each: int,
+    ) -> tuple[str, list[object]]:
+        """The newest `each` papers of every category, one index range each (category, published, paper)
+        read backwards, as a UNION ALL of (pk, published): the newest N of their union are among them."""
+        where, params = paper_filter(topic_id=topic_id, including=including)
+        arms: list[str] = []
+        args: list[object] = []
+        for category in categories:
+            bound = ""
+            if since is not None:
+                bound = " AND c.published >= ?"
+            joined = " JOIN papers p ON p.pk = c.paper_pk" if where else ""  # the index alone, when it can
+            arms.append(
+                "SELECT * FROM (SELECT c.paper_pk AS pk, c.published AS published FROM paper_categories c"
+                f"{joined} WHERE c.category = ?{bound}{where}"
+                " ORDER BY c.published DESC, c.paper_pk DESC LIMIT ?)"
+            )
+            args += [category, *([to_ts(since)] if since is not None else []), *params, each]
+        return " UNION ALL ".join(arms), args
+
+    async def _newest(
+        self,
+        topic_id: int | None,
+        including: Sequence[int],
+        categories: Sequence[str],
+        since: datetime | None,
+        limit: int,
+        offset: int,
+    ) -> list[SearchHit]:
+        if categories and len(categories) <= _MAX_CATEGORY_ARMS:
+            # Filtering every paper by "is in one of these categories" made SQLite build the set of all of a
+            # category's papers first (0.9 s for cs.LG at 1M); each category's own index is already newest first.
+            arms, args = self._category_arms(topic_id, including, categories, since, offset + limit)
+            rows = await self.db.fetchall(
+                f"WITH newest AS (SELECT pk, MAX(published) AS published FROM ({arms}) GROUP BY pk"
+                " ORDER BY published DESC, pk DESC LIMIT ? OFFSET ?)"
+                f" SELECT p.*, substr(p.abstract, 1, {_NO_TEXT_SNIPPET}) AS snip FROM newest"
+                " JOIN papers p ON p.pk = newest.pk ORDER BY newest.published DESC, p.pk DESC",
+                (*args, limit, offset),
+            )
+        else:
+            where, params = paper_filter(
+                topic_id=topic_id, including=including, categories=categories, since=since
+            )
+            rows = await self.db.fetchall(
+                f"SELECT p.*, substr(p.abstract, 1, {_NO_TEXT_SNIPPET}) AS snip FROM papers p WHERE 1{where}"
                 " ORDER BY p.published DESC, p.pk DESC LIMIT ? OFFSET ?",
                 (*params, limit, offset),
             )
-        else:
-            rows = await self.db.fetchall(
-                f"SELECT p.*, snippet(papers_fts, 1, ?, ?, '…', 24) AS snip FROM papers_fts"
-                f" JOIN papers p ON p.pk = papers_fts.rowid WHERE papers_fts MATCH ?{where}"
-                f" ORDER BY {_BM25}, p.pk LIMIT ? OFFSET ?",
-                (HIGHLIGHT_START, HIGHLIGHT_END, fts, *params, limit, offset),
-            )
         return [SearchHit(paper_from_row(r), r["snip"]) for r in rows]
+
+    async def papers_holding(self, words: Sequence[str], *, cap: int) -> dict[str, int]:
+        """How many papers hold each word (folded; the index stems it), counted up to `cap`: one bounded read
+        of the word's entries per word, however common it is (an exact count of a word every paper holds
+        reads its million entries)."""
+        found: dict[str, int] = {}
+        for word in dict.fromkeys(words):
+            row = await self.db.fetchone(
+                "SELECT count(*) FROM (SELECT rowid FROM papers_fts WHERE papers_fts MATCH ? LIMIT ?)",
+                (f'"{word}"', cap),
+            )
+            found[word] = int(row[0]) if row else 0
+        return found
+
+    async def in_window(
+        self,
+        *,
+        topic_id: int,
+        including: Sequence[int] = (),
+        start: datetime,
+        end: datetime,
+        limit: int,
+    ) -> list[Paper]:
+        """The topic's papers (with those of the topics `including` adds) first submitted in [start, end): at
+        most `limit`, in a fixed pseudo-random order (a hash of the row), so that a sample of a busy window
+        spreads over all of it."""
+        if limit < 0:
+            raise ValueError(f"limit must not be negative (got {limit})")
+        where, params = paper_filter(topic_id=topic_id, including=including, since=start)
+        rows = await self.db.fetchall(
+            f"SELECT p.* FROM papers p WHERE p.published < ?{where}"
+            " ORDER BY (p.pk * 2654435761) % 4294967296, p.pk LIMIT ?",
+            (to_ts(end), *params, limit),
+        )
+        return [paper_from_row(r) for r in rows]

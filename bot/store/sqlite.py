@@ -12,7 +12,10 @@ from bot.store.database import Database
 from bot.store.deliveries import DeliveryRepo
 from bot.store.follows import FollowRepo
 from bot.store.papers import PaperRepo
+from bot.store.ratings import RatingRepo
+from bot.store.saved import SavedRepo
 from bot.store.search import SearchRepo
+from bot.store.similar import SimilarRepo
 from bot.store.sources import BackfillRepo, SourceRepo
 from bot.store.topics import TopicRepo
 
@@ -29,6 +32,9 @@ class SqliteStore:
         self.deliveries = DeliveryRepo(self.db)
         self.search = SearchRepo(self.db)
         self.announcements = AnnouncementRepo(self.db)
+        self.ratings = RatingRepo(self.db)
+        self.saved = SavedRepo(self.db)
+        self.similar = SimilarRepo(self.db)
 
     @classmethod
     async def open(cls, path: Path | str, clock: Clock | None = None) -> SqliteStore:

@@ -41,6 +41,7 @@ HISTORY_BATCH = 1000  # papers evaluated per trip to the worker thread
 # slice at a time with a yield between slices: ~100 papers cost ~15 ms, so a 2,000-paper page never holds
 # commands back for more than that.
 MATCH_SLICE = 100
+_COUNT_ALL = 1 << 62  # count every candidate (once per history match, for its progress)
 T = TypeVar("T")
 
 
@@ -87,6 +88,31 @@ def _itself(paper: Paper) -> Paper:
     return paper
 
 
+@dataclass
+class HistoryProgress:
+    """How far a topic's history match has come: candidates checked of those the full-text index gave."""
+
+    checked: int = 0
+    total: int = 0  # 0 until counted (a topic queued, its turn not come yet)
+    changed: asyncio.Event = field(default_factory=asyncio.Event, repr=False)  # set at each step
+
+    @property
+    def share(self) -> float:
+        return min(1.0, self.checked / self.total) if self.total else 0.0
+
+    def advance(self, checked: int) -> None:
+        self.checked += checked
+        self.changed.set()
+
+
+@dataclass(frozen=True)
+class CatchUp:
+    """The history work still running in the background: topics left and the share of their candidates done."""
+
+    topics: int
+    share: float
+
+
 @dataclass(frozen=True)
 class PaperMatches:
     """What new papers matched, by arXiv id: `topics`, the topics that now hold each paper (their own query
@@ -129,11 +155,13 @@ class TopicIndex:
         self._parents: dict[int, int | None] = {}
         self._owners: dict[int, int] = {}  # topic id -> its guild (CATALOG_GUILD for the catalog's)
         self._tree: Hierarchy[int] | None = None
+        self._progress: dict[int, HistoryProgress] = {}  # topics whose history is being (or to be) matched
 
-    async def start(self, catalog: Sequence[CatalogTopic]) -> None:
-        """Store the catalog with its tree, load every topic, match the history of catalog topics that are new
-        or changed, and recompute what their ancestors hold through them. Raises CatalogError naming the topic
-        whose parent is unknown or makes a cycle."""
+    async def start(self, catalog: Sequence[CatalogTopic], *, history_later: bool = False) -> None:
+        """Store the catalog with its tree, load every topic, recompute what the ancestors of topics that moved
+        hold through them, and match the history of catalog topics that are new or changed (or, with
+        `history_later`, queue it for `catch_up`, which the bot runs in the background once it answers
+        commands). Raises CatalogError naming the topic whose parent is unknown or makes a cycle."""
         for row, slug in await self.store.topics.rekey_legacy():
             log.info(
                 "topic %d (%s) of server %d: slug %r is now %r",
@@ -168,14 +196,50 @@ class TopicIndex:
         queries = {saved[t.slug].id: t.query for t in catalog}
         for row in await self.store.topics.all():
             self.register(row, queries[row.id] if row.id in queries else parse_query(row.query))
-        for topic_id in changed:
-            await self.match_history(topic_id, self._queries[topic_id], rebuild=False)
+        await self.store.topics.queue_history(changed, self.clock.now())
+        for topic_id in await self.store.topics.history_queue():  # with those a restart interrupted
+            self._progress.setdefault(topic_id, HistoryProgress())
         await self.rebuild(
             ancestor
-            for topic_id in [*changed, *moved]
+            for topic_id in moved
             if topic_id is not None and topic_id in self._owners
             for ancestor in self.lineage(topic_id)
         )
+        if not history_later:
+            await self.catch_up()
+
+    async def catch_up(self) -> int:
+        """Match the history of every queued topic, a batch at a time (each a short transaction, with the
+        event loop free between), then recompute what their ancestors hold. Returns the matches added."""
+        added = 0
+        done: list[int] = []
+        queue = await self.store.topics.history_queue()
+        for topic_id in queue:
+            self._progress.setdefault(topic_id, HistoryProgress())
+        for topic_id in queue:
+            query = self._queries.get(topic_id)
+            if query is not None:
+                added += await self.match_history(topic_id, query, rebuild=False)
+                done.append(topic_id)
+            await self.store.topics.history_matched(topic_id)
+            self._progress.pop(topic_id, None)
+        await self.rebuild(
+            ancestor for topic_id in done if topic_id in self._owners for ancestor in self.lineage(topic_id)
+        )
+        return added
+
+    def history_progress(self, topic_id: int) -> HistoryProgress | None:
+        """How far the match of the topic's history has come; None when it is not being matched."""
+        return self._progress.get(topic_id)
+
+    def catching_up(self) -> CatchUp | None:
+        """The history matching still to finish (catalog topics after a start, a new topic's); None when none."""
+        if not self._progress:
+            return None
+        checked = sum(p.checked for p in self._progress.values())
+        total = sum(p.total for p in self._progress.values())
+        share = min(1.0, checked / total) if total and all(p.total for p in self._progress.values()) else 0.0
+        return CatchUp(len(self._progress), share)
 
     def register(self, topic: TopicRow, query: TopicQuery) -> None:
         """A topic created or given a new query: new papers are matched against it from now on."""
@@ -306,40 +370,89 @@ class TopicIndex:
     ) -> AsyncGenerator[list[Paper], None]:
         """Every stored paper the query matches (submitted since `since`), a confirmed batch at a time, in the
         store's order."""
-        categories = await self.stored_categories(query)
-        if categories is None:
-            return  # it needs a category no stored paper has
-        candidates = self.store.topics.candidates(
-            query.to_fts5(), categories=categories, since=since, batch=batch
-        )
-        async with aclosing(confirmed(query, candidates, _itself)) as confirming:
+        async with aclosing(self._confirmed_history(query, since=since, batch=batch)) as confirming:
             async for _checked, papers in confirming:
                 yield papers
 
+    async def _confirmed_history(
+        self,
+        query: TopicQuery,
+        *,
+        since: datetime | None = None,
+        batch: int = HISTORY_BATCH,
+        progress: HistoryProgress | None = None,
+    ) -> AsyncGenerator[tuple[int, list[Paper]], None]:
+        """(candidates checked, those confirmed) a batch at a time; `progress` is given the candidates' total
+        first."""
+        categories = await self.stored_categories(query)
+        if categories is None:
+            return  # it needs a category no stored paper has
+        fts = query.to_fts5()
+        if progress is not None:
+            progress.total = await self.store.topics.count_candidates(
+                fts, categories=categories, since=since, cap=_COUNT_ALL
+            )
+            progress.changed.set()
+        candidates = self.store.topics.candidates(fts, categories=categories, since=since, batch=batch)
+        async with aclosing(confirmed(query, candidates, _itself)) as confirming:
+            async for checked, papers in confirming:
+                yield checked, papers
+
     async def match_history(
-        self, topic_id: int, query: TopicQuery, since: datetime | None = None, *, rebuild: bool = True
+        self,
+        topic_id: int,
+        query: TopicQuery,
+        since: datetime | None = None,
+        *,
+        rebuild: bool = True,
+        on_progress: Callable[[HistoryProgress], None] | None = None,
     ) -> int:
         """Record every stored paper the query matches, for the topic and its lineage, each batch's matches in
         a short transaction; returns the topic's own matches added. Then (with `rebuild`) the topic's rows held
         through its descendants and its ancestors' rows held through it are recomputed. Stops early when the
-        topic gets another query or is deleted meanwhile: that change matches the history itself."""
+        topic gets another query or is deleted meanwhile: that change matches the history itself.
+        `on_progress` is called after each batch (a /follow reply shows how far it has come)."""
         registered = topic_id in self._queries
         added = 0
         complete = True
-        async with aclosing(self.history(query, since=since)) as confirming:
-            async for papers in confirming:
+        progress = self._progress.setdefault(topic_id, HistoryProgress())
+        try:
+            added, complete = await self._match_batches(
+                topic_id, query, since, registered, progress, on_progress
+            )
+        finally:
+            if self._progress.get(topic_id) is progress:
+                del self._progress[topic_id]
+            progress.changed.set()
+        if complete and rebuild and topic_id in self._owners:
+            await self.rebuild(self.lineage(topic_id))
+        log.debug("topic %d: %d papers of the history match", topic_id, added)
+        return added
+
+    async def _match_batches(
+        self,
+        topic_id: int,
+        query: TopicQuery,
+        since: datetime | None,
+        registered: bool,
+        progress: HistoryProgress,
+        on_progress: Callable[[HistoryProgress], None] | None,
+    ) -> tuple[int, bool]:
+        added = 0
+        history = self._confirmed_history(query, since=since, progress=progress)
+        async with aclosing(history) as confirming:
+            async for checked, papers in confirming:
                 current = self._queries.get(topic_id)
                 if current != query and (current is not None or registered):
                     log.debug("topic %d changed during its history match: stopped", topic_id)
-                    complete = False
-                    break
+                    return added, False
                 above = self.lineage(topic_id)[1:] if topic_id in self._owners else []
                 added += await self.store.topics.add_matches(
                     [(topic_id, p.arxiv_id) for p in papers],
                     self.clock.now(),
                     through=[(a, p.arxiv_id) for a in above for p in papers],
                 )
-        if complete and rebuild and topic_id in self._owners:
-            await self.rebuild(self.lineage(topic_id))
-        log.debug("topic %d: %d papers of the history match", topic_id, added)
-        return added
+                progress.advance(checked)
+                if on_progress is not None:
+                    on_progress(progress)
+        return added, True

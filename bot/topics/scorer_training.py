@@ -49,6 +49,7 @@ from bot.topics.scorer import (
     train_topic,
 )
 from bot.topics.scorer_features import FeatureFile
+from bot.topics.scorer_ratings import ANCHORS, RatedText, RatingView
 
 log = logging.getLogger(__name__)
 
@@ -180,9 +181,12 @@ class LearnedScorer:
         self.clock = clock or SystemClock()
         self.scorers: ScorerSet | None = None
         self.features: FeatureFile | None = None
-        # Extra labelled papers per topic id, e.g. members' ratings (issue "Card actions"): the next train()
-        # learns from them.
+        # Extra labelled papers per topic id: the next train() learns from them (members' ratings do not come
+        # here: they are one server's, see `views`).
         self.extra_examples: dict[int, list[Example]] = {}
+        # (topic id, server id) -> that server's ratings of the topic, rebuilt at each training and at start:
+        # its own re-ranking of what the topic posts there (bot/topics/scorer_ratings.py).
+        self.views: dict[tuple[int, int], RatingView] = {}
         self._lock = asyncio.Lock()  # one feature sync or training at a time
 
     @property
@@ -204,6 +208,7 @@ class LearnedScorer:
             self.features = await asyncio.to_thread(
                 FeatureFile.open, self.scorers.featurizer, self.folder / "features"
             )
+        await self.refresh_views()
 
     def status(self, topic_id: int, query: str) -> TopicScorer:
         """The topic's scorer, or a query-only stand-in saying why it has none."""
@@ -241,8 +246,15 @@ class LearnedScorer:
             if self.model_path is not None:
                 await asyncio.to_thread(scorer_store.save, scorers, self.model_path)
             self.scorers = scorers
+            rated = await self.refresh_views()
             scored = sum(1 for s in trained.values() if s.scored)
-            log.info("scorer trained: %d of %d topics scored, the rest query-only", scored, len(trained))
+            log.info(
+                "scorer trained: %d of %d topics scored, the rest query-only; %d servers' ratings of %d papers",
+                scored,
+                len(trained),
+                len(self.views),
+                rated,
+            )
             return {int(key): scorer for key, scorer in trained.items()}
 
     async def sync(self) -> int:
@@ -297,7 +309,54 @@ class LearnedScorer:
             inputs.append(TopicInput(str(row.id), row.query, matched, examples, definition))
         return inputs
 
+    async def refresh_views(self) -> int:
+        """Rebuild every server's rating views from the stored ratings, under the current featurizer (none
+        before the first training). Returns how many rated papers they hold."""
+        if self.scorers is None:
+            self.views = {}
+            return 0
+        featurizer = self.scorers.featurizer
+        views: dict[tuple[int, int], RatingView] = {}
+        for guild_id, topic_id in await self.store.ratings.rated_topics():
+            texts = []
+            for rated in await self.store.ratings.rated(guild_id, topic_id):
+                paper = await self.store.papers.get(rated.arxiv_id)
+                if paper is not None:
+                    texts.append(RatedText(rated.arxiv_id, paper.title, paper.abstract, rated.net))
+            rejected = {t.arxiv_id for t in texts if t.net < 0}
+            matched = sorted(set(await self.store.topics.matched_ids(topic_id)) - rejected)
+            if len(matched) > ANCHORS:  # a fixed sample per topic: the same papers at every rebuild
+                matched = sorted(
+                    np.random.default_rng(topic_id).choice(matched, ANCHORS, replace=False).tolist()
+                )
+            kept = []
+            for arxiv_id in matched:
+                paper = await self.store.papers.get(arxiv_id)
+                if paper is not None:
+                    kept.append((paper.title, paper.abstract))
+            view = await asyncio.to_thread(RatingView.build, featurizer, texts, kept)
+            if view is not None:
+                views[(topic_id, guild_id)] = view
+        self.views = views
+        return sum(len(v.ids) for v in views.values())
+
     # ---- using it -------------------------------------------------------------------------------------------
+
+    def server_verdicts(self, papers: Sequence[Paper]) -> dict[tuple[int, int], tuple[set[str], set[str]]]:
+        """(topic id, server id) -> (ids of the papers that server's ratings withhold, ids they lift), for
+        every server with rating views. CPU-bound: run it in a worker thread."""
+        views, scorers = self.views, self.scorers
+        if not views or scorers is None or not papers:
+            return {}
+        features = scorers.featurizer.transform([paper_text(p.title, p.abstract) for p in papers])
+        found: dict[tuple[int, int], tuple[set[str], set[str]]] = {}
+        for key, view in views.items():
+            withheld, lifted = view.verdicts(features)
+            found[key] = (
+                {papers[int(i)].arxiv_id for i in np.flatnonzero(withheld)},
+                {papers[int(i)].arxiv_id for i in np.flatnonzero(lifted)},
+            )
+        return found
 
     def suggest(self, papers: Sequence[Paper], topics: Mapping[int, str]) -> dict[str, set[int]]:
         """arxiv id -> ids of the topics (of `topics`: id -> current query) whose scorer puts the paper at or

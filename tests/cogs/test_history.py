@@ -68,15 +68,33 @@ async def test_latest_lists_the_newest_papers_of_a_topic_with_page_buttons(serve
     assert "Axolotl Watch" in lines[0] and "5 newest" in lines[0]
     assert [line.split(" ", 1)[0] for line in lines[1:]] == ["1.", "2.", "3.", "4.", "5."]
     assert [p.arxiv_id in lines[i + 1] for i, p in enumerate(papers[:5])] == [True] * 5
-    assert first["components"] == [] and not first["flags"] & EPHEMERAL  # one page: no buttons; public
+    assert not first["flags"] & EPHEMERAL  # public; one page: no page buttons, the papers' action menus
+    assert [_menu_values(row) for row in first["components"]] == [[p.arxiv_id for p in papers[:5]]] * 4
 
-    paged = await answer(await server.run("latest", topic="axolotl watch", count=7))
+    latest = await server.run("latest", topic="axolotl watch", count=7)
+    paged = await answer(latest)
     assert paged["content"].count("\n") == 5  # header and the first five of seven
-    previous, counter, following = buttons(paged)
+    *menus, pager = paged["components"]
+    assert [_menu_values(row) for row in menus] == [[p.arxiv_id for p in papers[:5]]] * 4
+    previous, counter, following = pager["components"]
     assert (previous["label"], previous["disabled"]) == ("◀", True)
     assert (counter["label"], counter["disabled"]) == ("1/2", True)
     assert (following["label"], following.get("disabled", False)) == ("▶", False)
+
+    # Turning the page shows the next papers' menus; a menu answers whoever picks a paper, privately.
+    fake = server.env.discord
+    turn = await fake.click(paged, following["custom_id"], server.alice)
+    turned = (await turn.wait_response())["data"]
+    assert [_menu_values(row) for row in turned["components"][:4]] == [[p.arxiv_id for p in papers[5:]]] * 4
+    bob = fake.add_member(server.guild, "bob", permissions=SEND_MESSAGES)
+    saved = await (await fake.click(paged, "pw:pick:save:0", bob, [papers[1].arxiv_id])).wait_response()
+    assert saved["type"] == 4 and saved["data"]["flags"] & EPHEMERAL and "Saved" in saved["data"]["content"]
     no_violations(server.env)
+
+
+def _menu_values(row: dict[str, Any]) -> list[str]:
+    [menu] = row["components"]
+    return [option["value"] for option in menu["options"]]
 
 
 @module_loop
@@ -263,7 +281,15 @@ async def test_paper_shows_a_stored_card_with_this_servers_topics_only(server: S
     [embed] = card["embeds"]
     assert embed["title"] == "Narwhal tusk sensing" and embed["url"] == paper.abs_url
     assert "Narwhal Desk" in embed["footer"]["text"]
-    assert [b["label"] for b in buttons(card)] == ["Abstract", "PDF", "HTML"]
+    assert [b.get("label") for b in buttons(card)] == [
+        "Abstract",
+        "PDF",
+        "HTML",
+        None,
+        None,
+        "Save",
+        "Similar",
+    ]
 
     other = env.discord.add_guild("Elsewhere")
     channel = env.discord.add_text_channel(other, "general")
@@ -457,6 +483,7 @@ class FakeComponentInteraction:
     user_id: int
     response: FakeResponse = field(default_factory=FakeResponse)
     original_edits: list[dict[str, Any]] = field(default_factory=list)
+    data: dict[str, Any] = field(default_factory=dict)
 
     @property
     def user(self) -> discord.Object:

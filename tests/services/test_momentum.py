@@ -37,7 +37,7 @@ async def topic_with_papers(world: World, n: int, current: int, previous: int, g
 async def statements_of(store: Store) -> list[str]:
     """Every SQL statement the store runs from now on, on either connection."""
     seen: list[str] = []
-    for conn in (store.db.reader, store.db.writer):
+    for conn in store.db.connections():
         await conn.set_trace_callback(seen.append)
     return seen
 

@@ -110,6 +110,21 @@ def test_a_paper_of_a_child_topic_reaches_the_parent_through_the_tree() -> None:
     assert all(topic_matches(parent.slug, p) for p in papers)
 
 
+def test_jailbreak_papers_reach_llm_safety_through_the_tree() -> None:
+    # The field counts jailbreaks as a part of LLM safety: a follower of LLM Safety gets them, including
+    # a prompt-injection paper that LLM Safety's own query does not catch.
+    assert TREE.ancestors("jailbreaks") == ["llm-safety"]
+    paper = example_paper(
+        {
+            "title": "Indirect Prompt Injection Through Retrieved Web Pages",
+            "abstract": "Instructions hidden in a retrieved page redirect an assistant's actions. We build 400 "
+            "such pages and find that every tested model follows at least a third of them.",
+        }
+    )
+    assert not BY_SLUG["llm-safety"].query.matches(paper)
+    assert topic_matches("llm-safety", paper)
+
+
 # --- labelled examples -------------------------------------------------------------------------
 
 

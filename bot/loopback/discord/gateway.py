@@ -286,6 +286,60 @@ class Gateway(Payloads):
             raise AssertionError(f"autocomplete answered with {record.responses[0]!r}")
         return record.choices
 
+    async def click(
+        self, message: dict[str, Any], custom_id: str, member: Member, values: list[str] | None = None
+    ) -> Interaction:
+        """A member clicks a component of a message the bot sent (type 3, MESSAGE_COMPONENT): a button, or a
+        select menu choosing `values`. The interaction's server is the member's (a member of another server
+        clicking a card shown there, e.g. crossposted); its channel is the message's. Raises AssertionError
+        when the message has no component with that custom_id. Returns at once; await the record's helpers."""
+        await self._await_session()
+        component = next(
+            (
+                c
+                for row in message.get("components") or []
+                for c in row.get("components") or []
+                if c.get("custom_id") == custom_id
+            ),
+            None,
+        )
+        if component is None:
+            raise AssertionError(f"message {message.get('id')} has no component {custom_id!r}")
+        guild = next(g for g in self.guilds if g.id == member.guild_id)
+        channel = self._channels[int(message["channel_id"])]
+        data: dict[str, Any] = {"custom_id": custom_id, "component_type": component["type"]}
+        if component["type"] != 2:
+            data["values"] = list(values or [])
+        interaction_id = self._snowflake()
+        token = "itok." + secrets.token_urlsafe(32)
+        payload = {
+            "id": str(interaction_id),
+            "application_id": str(self.application_id),
+            "type": 3,
+            "token": token,
+            "version": 1,
+            "guild_id": str(guild.id),
+            "guild": {"id": str(guild.id), "locale": "en-US", "features": []},
+            "channel_id": str(channel.id),
+            "channel": {**self._channel_payload(channel), "permissions": str(member.permissions)},
+            "member": {**member.member_payload(), "permissions": str(member.permissions)},
+            "app_permissions": str(channel.bot_permissions),
+            "locale": "en-US",
+            "guild_locale": "en-US",
+            "entitlements": [],
+            "authorizing_integration_owners": {"0": str(guild.id)},
+            "context": 0,
+            "attachment_size_limit": ATTACHMENT_SIZE_LIMIT,
+            "message": message,
+            "data": data,
+        }
+        record = Interaction(
+            interaction_id, token, 3, custom_id, payload, asyncio.get_running_loop().time(), self
+        )
+        self.interactions.append(record)
+        self._emit("INTERACTION_CREATE", payload)
+        return record
+
     # ---- world model -------------------------------------------------------------------------------------
 
     def add_guild(self, name: str) -> Guild:

@@ -1,0 +1,272 @@
+"""A million papers: the real bot against the loopback Discord and arXiv, on a 10,000-paper store and a
+1,000,000-paper one side by side in one run.
+
+    python bench/bench_million.py                      # 10k and 1M (the 1M store is built once, ~10 min)
+    python bench/bench_million.py --sizes 10000 --mix 200   # a quick run
+
+For each size, on a fresh copy of a store holding papers only (bench/corpus.py, built once into bench/out/):
+ready-to-answer after a first start (every catalog topic's history to match, in the background) and after a
+restart; the first response of another member's /topics while one runs the most expensive /search or /follow
+(two clients at once); p50/p95 of every command over a mix of 1,000 commands; and the bot's resident memory
+after that mix. Prints a markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.bench_history import NOW_SECONDS, build  # noqa: E402
+from bench.bench_load import Fakes  # noqa: E402
+from bench.corpus import Corpus  # noqa: E402
+from bot.clock import FakeClock  # noqa: E402
+from bot.loopback.arxiv import LoopbackArxiv  # noqa: E402
+from bot.loopback.discord import ALL_PERMISSIONS, LOADING  # noqa: E402
+from bot.loopback.harness import running_paperbot  # noqa: E402
+from bot.store import SqliteStore  # noqa: E402
+from tests.fakes.checked_discord import FakeDiscord  # noqa: E402
+
+OUT = ROOT / "bench" / "out"
+GOAL_P95_MS = 300
+GOAL_CONCURRENT_MS = 200
+GOAL_READY_S = 3.0
+GOAL_RSS_MIB = 250
+
+
+def rss_mib() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[max(0, round(0.95 * len(ordered)) - 1)]
+
+
+@dataclass
+class Result:
+    size: int
+    ready_first: float = 0.0  # s, a first start: every catalog topic's history to match
+    history_s: float = 0.0  # s, that matching, in the background
+    ready_again: float = 0.0  # s, a restart
+    concurrent: dict[str, list[float]] = field(default_factory=dict)  # the other member's /topics, ms
+    timings: dict[str, list[float]] = field(default_factory=dict)  # command -> ms to the full answer
+    rss_fakes: float = 0.0  # the process before the bot started: Python, the loopback servers
+    rss_before: float = 0.0
+    rss_after: float = 0.0
+    search_words: str = ""
+
+
+async def papers_only(size: int) -> Path:
+    """The store of `size` papers and nothing else, built once and kept (bench/out/ is git-ignored)."""
+    OUT.mkdir(exist_ok=True)
+    path = OUT / f"papers-{size}.sqlite3"
+    clock = FakeClock(datetime.fromtimestamp(NOW_SECONDS, UTC))
+    store = await build(path, size, clock)
+    await store.db.writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    await store.close()
+    return path
+
+
+class Client:
+    """A member typing commands in the loopback Discord (which runs on its own thread and loop)."""
+
+    def __init__(self, fakes: Fakes, discord: FakeDiscord, guild: Any, channel: Any, member: Any) -> None:
+        self.fakes, self.discord, self.guild, self.channel, self.member = (
+            fakes,
+            discord,
+            guild,
+            channel,
+            member,
+        )
+
+    async def run(self, command: str, **options: Any) -> tuple[float, float]:
+        """(ms to the first response, ms to the full answer)."""
+        given = [{"name": k, "value": v} for k, v in options.items()]
+        began = time.perf_counter()
+        record = await self.fakes.run(
+            lambda: self.discord.invoke(self.guild, self.channel, self.member, command, given)
+        )
+        await self.fakes.run(record.wait_response)
+        first = time.perf_counter() - began
+
+        def answered(m: dict[str, Any]) -> bool:
+            return not m["flags"] & LOADING and not (m.get("content") or "").startswith("Matching history")
+
+        await self.fakes.run(lambda: record.wait_original(answered))
+        return first * 1000, (time.perf_counter() - began) * 1000
+
+
+async def pick_words(store_path: Path, size: int) -> dict[str, str]:
+    """Queries of known cost: the most common word, a mid-frequency one, and a custom topic's query that a
+    server may follow (at most 25% of the papers, 50,000 candidates)."""
+    words = Corpus(seed=11).words
+    async with await SqliteStore.open(store_path) as store:
+        cap = min(50_000, size // 4)
+        broad = words[1]
+        for rank in (20, 40, 80, 160, 320, 640):
+            found = await store.search.count(f'"{words[rank]}"', cap=cap + 1)
+            if found <= cap:
+                broad = words[rank]
+                break
+    return {"common": words[0], "mid": words[2000], "broad": broad, "not": f"{words[0]} ANDNOT {words[3]}"}
+
+
+async def one_size(size: int, mix: int, fakes: Fakes, discord: FakeDiscord, arxiv: LoopbackArxiv) -> Result:
+    result = Result(size)
+    pristine = await papers_only(size)
+    words = await pick_words(pristine, size)
+    result.search_words = ", ".join(f"{k}: `{v}`" for k, v in words.items())
+    guild = await fakes.call(lambda: discord.add_guild(f"Lab {size}"))
+    channel = await fakes.call(lambda: discord.add_text_channel(guild, "papers"))
+    alice = await fakes.call(lambda: discord.add_member(guild, "alice", permissions=ALL_PERMISSIONS))
+    bob = await fakes.call(lambda: discord.add_member(guild, "bob", permissions=ALL_PERMISSIONS))
+    a, b = Client(fakes, discord, guild, channel, alice), Client(fakes, discord, guild, channel, bob)
+    clock = FakeClock(datetime.fromtimestamp(NOW_SECONDS, UTC))
+    result.rss_fakes = rss_mib()
+    with tempfile.TemporaryDirectory(dir=OUT) as tmp:
+        folder = Path(tmp)
+        shutil.copyfile(pristine, folder / "paperwatch.sqlite3")
+        for first_start in (True, False):
+            began = time.perf_counter()
+            async with running_paperbot(folder, discord, arxiv, clock=clock) as bot:
+                await b.run("topics")
+                ready = time.perf_counter() - began
+                assert bot.history_task is not None
+                await bot.history_task
+                if first_start:
+                    result.ready_first, result.history_s = ready, time.perf_counter() - began
+                    continue
+                result.ready_again = ready
+                await a.run("follow", topic="RL Post-Training")
+                await a.run("follow", topic="Mid", query=words["mid"])
+                await concurrency(result, a, b, words)
+                result.rss_before = rss_mib()
+                await command_mix(result, a, words, mix, size)
+                result.rss_after = rss_mib()
+    return result
+
+
+async def concurrency(result: Result, a: Client, b: Client, words: dict[str, str]) -> None:
+    """The other member's /topics while one runs the most expensive /search, or a /follow of a broad query."""
+    heavy: list[tuple[str, Callable[[int], dict[str, Any]]]] = [
+        ("search", lambda i: {"query": words["common"]}),
+        ("follow", lambda i: {"topic": f"Broad {i}", "query": words["broad"]}),
+    ]
+    for name, options in heavy:
+        firsts: list[float] = []
+        for i in range(5):
+            expensive = asyncio.create_task(a.run(name, **options(i)))
+            await asyncio.sleep(0.005)  # it has started
+            first, _ = await b.run("topics")
+            firsts.append(first)
+            own_first, full = await expensive
+            label = f"/{name} {'(common word)' if name == 'search' else '(broad query)'}"
+            result.timings.setdefault(label, []).append(full)
+            result.timings.setdefault(f"{label}: first response", []).append(own_first)
+        result.concurrent[name] = firsts
+
+
+async def command_mix(result: Result, a: Client, words: dict[str, str], count: int, size: int) -> None:
+    rng = random.Random(5)
+    vocabulary = Corpus(seed=11).words
+    paper_id = f"{2000 + (size // 2) // 100000:04d}.{(size // 2) % 100000:05d}"
+    mix: list[tuple[str, str, Callable[[], dict[str, Any]]]] = [
+        ("/topics", "topics", dict),
+        ("/status", "status", dict),
+        ("/latest", "latest", lambda: {"topic": "Mid", "count": 10}),
+        ("/momentum topic", "momentum", lambda: {"topic": "Mid"}),
+        ("/momentum (ranking)", "momentum", dict),
+        ("/paper", "paper", lambda: {"id": paper_id}),
+        ("/search (common word)", "search", lambda: {"query": words["common"]}),
+        ("/search (a random word)", "search", lambda: {"query": rng.choice(vocabulary[100:5000])}),
+        ("/search cat:cs.LG", "search", lambda: {"query": "cat:cs.LG"}),
+        ("/search NOT", "search", lambda: {"query": words["not"]}),
+        ("/follow (followed topic)", "follow", lambda: {"topic": "Mid"}),
+    ]
+    for i in range(count):
+        label, command, options = mix[i % len(mix)]
+        _, full = await a.run(command, **options())
+        result.timings.setdefault(label, []).append(full)
+
+
+def report(results: list[Result], args: argparse.Namespace) -> None:
+    sizes = [f"{r.size:,} papers" for r in results]
+    print(f"\n`python bench/bench_million.py --sizes {' '.join(map(str, args.sizes))} --mix {args.mix}`\n")
+    print(f"| measure | {' | '.join(sizes)} | goal |")
+    print(f"|---|{'---:|' * len(results)}---|")
+
+    def row(label: str, values: list[str], goal: str) -> None:
+        print(f"| {label} | {' | '.join(values)} | {goal} |")
+
+    row(
+        "ready to answer, first start (catalog history to match)",
+        [f"{r.ready_first:.2f} s" for r in results],
+        f"<= {GOAL_READY_S:.0f} s",
+    )
+    row("catalog history matched, in the background, after", [f"{r.history_s:.1f} s" for r in results], "-")
+    row("ready to answer, restart", [f"{r.ready_again:.2f} s" for r in results], f"<= {GOAL_READY_S:.0f} s")
+    for name in ("search", "follow"):
+        row(
+            f"another member's /topics during the most expensive /{name}: first response, worst of 5",
+            [f"{max(r.concurrent[name]):.0f} ms" for r in results],
+            f"<= {GOAL_CONCURRENT_MS} ms",
+        )
+    labels = list(dict.fromkeys(label for r in results for label in r.timings))
+    for label in labels:
+        values = []
+        for r in results:
+            t = r.timings.get(label, [])
+            values.append(f"p50 {statistics.median(t):.0f} / p95 {p95(t):.0f} ms" if t else "-")
+        shown = label if label.endswith("first response") else f"{label}, full answer"
+        row(shown, values, f"p95 <= {GOAL_P95_MS} ms and <= 2x at 10k")
+    row(
+        f"resident memory of the process after {args.mix} mixed commands (before them; before the bot started)",
+        [f"{r.rss_after:.0f} MiB ({r.rss_before:.0f}; {r.rss_fakes:.0f})" for r in results],
+        f"the bot's own <= {GOAL_RSS_MIB} MiB",
+    )
+    print()
+    for r in results:
+        print(f"- {r.size:,} papers: {r.search_words}")
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 1_000_000])
+    parser.add_argument("--mix", type=int, default=1000, help="mixed commands timed per size")
+    args = parser.parse_args()
+    fakes = Fakes()
+    discord = await fakes.run(lambda: FakeDiscord(timeout=600).__aenter__())
+    arxiv = await fakes.run(lambda: LoopbackArxiv([]).__aenter__())
+    results = []
+    try:
+        for size in args.sizes:
+            results.append(await one_size(size, args.mix, fakes, discord, arxiv))
+            print(f"  {size:,} papers measured", file=sys.stderr)
+    finally:
+        await fakes.run(lambda: arxiv.__aexit__(None, None, None))
+        await fakes.run(lambda: discord.__aexit__(None, None, None))
+        fakes.stop()
+    report(results, args)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
