@@ -11,7 +11,10 @@ from bot.store.postgres.database import Database
 from bot.store.postgres.deliveries import DeliveryRepo
 from bot.store.postgres.follows import FollowRepo
 from bot.store.postgres.papers import PaperRepo
+from bot.store.postgres.ratings import RatingRepo
+from bot.store.postgres.saved import SavedRepo
 from bot.store.postgres.search import SearchRepo
+from bot.store.postgres.similar import SimilarRepo
 from bot.store.postgres.sources import BackfillRepo, SourceRepo
 from bot.store.postgres.topics import TopicRepo
 
@@ -28,6 +31,9 @@ class PostgresStore:
         self.deliveries = DeliveryRepo(self.db)
         self.search = SearchRepo(self.db)
         self.announcements = AnnouncementRepo(self.db)
+        self.ratings = RatingRepo(self.db)
+        self.saved = SavedRepo(self.db)
+        self.similar = SimilarRepo(self.db)
 
     @classmethod
     async def open(cls, url: str, clock: Clock | None = None) -> PostgresStore:

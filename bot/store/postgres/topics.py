@@ -143,6 +143,25 @@ class TopicRepo:
     async def delete(self, topic_id: int) -> None:
         await self.db.execute("DELETE FROM topics WHERE id = ?", (topic_id,))
 
+    # ---- history still to match (topic_history_pending) ------------------------------------------------------
+
+    async def queue_history(self, topic_ids: Sequence[int], at: datetime) -> None:
+        """Remember that these topics' stored history is still to be matched (kept across restarts)."""
+        await self.db.executemany(
+            "INSERT INTO topic_history_pending (topic_id, queued_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
+            [(topic_id, to_ts(at)) for topic_id in dict.fromkeys(topic_ids)],
+        )
+
+    async def history_queue(self) -> list[int]:
+        """Topics whose history is still to be matched, oldest request first."""
+        rows = await self.db.fetchall(
+            "SELECT topic_id FROM topic_history_pending ORDER BY queued_at, topic_id"
+        )
+        return [int(row[0]) for row in rows]
+
+    async def history_matched(self, topic_id: int) -> None:
+        await self.db.execute("DELETE FROM topic_history_pending WHERE topic_id = ?", (topic_id,))
+
     async def add_matches(
         self, pairs: Sequence[tuple[int, str]], at: datetime, *, through: Sequence[tuple[int, str]] = ()
     ) -> int:
