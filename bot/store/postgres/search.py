@@ -86,14 +86,15 @@ class SearchRepo:
         )
         tsquery = to_tsquery(fts)
         if tsquery is None:  # no text condition: the newest, as they come
-            rank, match = "0.0", ""
-        else:
-            rank, match = _RANK, " AND p.words @@ ?::tsquery"
-            params = [tsquery, *params, tsquery]
+            rows = await self.db.fetchall(
+                f"SELECT p.pk FROM papers p WHERE TRUE{where} ORDER BY p.pk DESC LIMIT ?", (*params, pool)
+            )
+            return [int(row[0]) for row in rows]
+        # The newest `pool` first, then ranked in the outer query: only they are ranked, however many match.
         rows = await self.db.fetchall(
-            f"SELECT pk FROM (SELECT p.pk, {rank} AS score FROM papers p WHERE TRUE{where}{match}"
-            " ORDER BY p.pk DESC LIMIT ?) AS newest ORDER BY score DESC, pk",
-            (*params, pool),
+            f"SELECT pk FROM (SELECT p.pk, p.words FROM papers p WHERE p.words @@ ?::tsquery{where}"
+            f" ORDER BY p.pk DESC LIMIT ?) AS p ORDER BY {_RANK} DESC, pk",
+            (tsquery, *params, pool, tsquery),
         )
         return [int(row[0]) for row in rows]
 
