@@ -43,6 +43,23 @@ async def test_migrations_are_recorded_and_not_reapplied(postgres_url: str, cloc
         assert await again.papers.count() == 1
 
 
+async def test_a_database_of_the_first_schema_gains_the_card_actions_tables_keeping_its_papers(
+    postgres_url: str, clock: FakeClock
+) -> None:
+    """A deployment migrated before card actions (version 1 only) opens with migration 2 applied, data kept."""
+    async with await PostgresStore.open(postgres_url, clock) as store:
+        await store.papers.upsert([make_paper(1)], seen_at=clock.now())
+        async with store.transaction():
+            for table in ("ratings", "saved_papers", "topic_history_pending"):
+                await store.db.execute(f"DROP TABLE {table}")
+            await store.db.execute("DELETE FROM schema_migrations WHERE version > 1")
+    async with await PostgresStore.open(postgres_url, clock) as upgraded:
+        rows = await upgraded.db.fetchall("SELECT version FROM schema_migrations ORDER BY version")
+        assert [r[0] for r in rows] == [1, 2]
+        assert await upgraded.saved.save(7, make_paper(1).arxiv_id, clock.now())
+        assert [s.paper.arxiv_id for s in await upgraded.saved.newest(7, limit=5)] == [make_paper(1).arxiv_id]
+
+
 async def test_a_failed_transaction_leaves_nothing_in_the_index(postgres_url: str, clock: FakeClock) -> None:
     async with await PostgresStore.open(postgres_url, clock) as store:
         try:
