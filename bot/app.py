@@ -97,7 +97,7 @@ class PaperBot(commands.Bot):
 
     async def setup_hook(self) -> None:
         self.logged_in = True
-        log.info("database %s", self.settings.database_path)
+        log.info("database %s", self.settings.database_shown)
         # The history of new or changed catalog topics is matched in the background: at 1M papers it took 10 s,
         # during which the bot did not even connect to Discord.
         self._ctx = await self._resources.enter_async_context(

@@ -63,6 +63,7 @@ class Settings(BaseSettings):
     discord_api_base: str | None = None  # e.g. a REST rate-limit proxy; default: Discord itself
     discord_gateway_url: str | None = None  # e.g. a gateway proxy; default: Discord itself
     database_path: Path = DEFAULT_DATABASE  # relative: see the module docstring (load_settings resolves it)
+    database_url: SecretStr | None = None  # postgresql://...: the PostgreSQL store instead of the SQLite file
     arxiv_categories: Annotated[tuple[str, ...], NoDecode] = DEFAULT_CATEGORIES
     poll_interval_minutes: int = Field(30, ge=1, le=24 * 60)
     backfill_days: int = Field(56, ge=1, le=MAX_HISTORY_DAYS)
@@ -95,6 +96,26 @@ class Settings(BaseSettings):
     def _check_categories(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         return check_categories(value)
 
+    @field_validator("database_url")
+    @classmethod
+    def _check_database_url(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None or not value.get_secret_value().strip():
+            return None
+        url = value.get_secret_value().strip()
+        try:
+            parts = urlsplit(url)
+            _ = parts.port  # reading it checks that it is a number
+            scheme = parts.scheme
+        except ValueError:
+            scheme = ""  # an unreadable address (a port that is no number, a broken [IPv6] host)
+        if scheme not in ("postgresql", "postgres"):
+            # The value may hold a password: say what is expected, never echo it.
+            raise ValueError(
+                "expected a PostgreSQL address, postgresql://user:password@host:port/database "
+                "(leave it unset to use the SQLite file at DATABASE_PATH)"
+            )
+        return SecretStr(url)
+
     @field_validator("log_level")
     @classmethod
     def _check_level(cls, value: str) -> str:
@@ -126,6 +147,16 @@ class Settings(BaseSettings):
     def env_file(self) -> Path | None:
         """The `.env` file these settings were read from, if any."""
         return self._env_file_read
+
+    @property
+    def database(self) -> Path | str:
+        """Where the store is: the PostgreSQL URL when DATABASE_URL is set, else the SQLite file."""
+        return self.database_url.get_secret_value() if self.database_url else self.database_path
+
+    @property
+    def database_shown(self) -> str:
+        """The database, fit to show (a URL without its password)."""
+        return without_credentials(str(self.database))
 
     @property
     def user_agent(self) -> str:

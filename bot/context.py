@@ -125,7 +125,7 @@ async def open_context(
     of catalog topics new or changed is matched before this returns, or, with `history_in_background`, left
     to the caller's `AppContext.match_history` (the bot answers commands meanwhile)."""
     clock = clock or SystemClock()
-    store = await open_store(settings.database_path, clock)
+    store = await open_store(settings.database, clock)
     http = build_http_client(settings.user_agent)
     # Its own client (no arXiv contact sent there), unbounded: ChatModel bounds each answer to 20 s itself.
     llm_http = httpx.AsyncClient(timeout=None) if settings.llm_base_url else None

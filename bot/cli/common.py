@@ -18,7 +18,7 @@ from bot.services import Services
 
 def require_database(settings: Settings) -> None:
     """Commands that only read refuse to create an empty database where the user's one is not."""
-    if not settings.database_path.exists():
+    if settings.database_url is None and not settings.database_path.exists():
         raise PaperwatchError(
             f"no database at {settings.database_path}: run `{program_name()} backfill` to create one, or set "
             f"DATABASE_PATH to yours (a relative one is resolved against {settings_folder(settings.env_file)})"

@@ -25,7 +25,7 @@ async def cmd_stats(settings: Settings, weeks: int, clock: Clock | None) -> int:
     week_list = sorted({w for w, _, _ in rows})
     counts = {(w, c): n for w, c, n in rows}
     print(
-        f"{total} papers stored in {settings.database_path}; per week of v1 submission (weeks start Monday, UTC)"
+        f"{total} papers stored in {settings.database_shown}; per week of v1 submission (weeks start Monday, UTC)"
     )
     if not rows:
         prog = program_name()
@@ -48,7 +48,7 @@ async def cmd_momentum(
     print_momentum(topic.name, result)
     if png is not None:
         await write_chart(png, topic.name, result)
-    print(f"Database: {settings.database_path}")
+    print(f"Database: {settings.database_shown}")
     return 0
 
 
@@ -64,7 +64,7 @@ async def cmd_topics(settings: Settings, clock: Clock | None) -> int:
         results = await ctx.services.momentum.topics(rows)
         for (depth, row), result in zip(tree.rows, results, strict=True):
             print(f"{result.current:>6}  {result.sparkline()}  {'  ' * depth}{row.name}  [{row.slug}]")
-    print(f"Database: {settings.database_path}")
+    print(f"Database: {settings.database_shown}")
     return 0
 
 
@@ -83,5 +83,5 @@ async def cmd_match(
         print(f"  Week of {week:%b} {week.day:<8}{count:>6}")
     for paper in found[:limit]:
         print(f"{paper.published:%Y-%m-%d}  {paper.arxiv_id:<12} {paper.title[:100]}")
-    print(f"Database: {settings.database_path}")
+    print(f"Database: {settings.database_shown}")
     return 0

@@ -36,7 +36,7 @@ async def cmd_poll(settings: Settings, once: bool, clock: Clock | None) -> int:
             if announced:
                 print(announced, flush=True)
             total = await ctx.services.status.papers_stored()
-            print(f"{total} papers in {settings.database_path}", flush=True)
+            print(f"{total} papers in {settings.database_shown}", flush=True)
             if once:
                 return 0
             minutes = settings.poll_interval_minutes
@@ -50,7 +50,7 @@ async def cmd_backfill(
     days = days if days is not None else settings.backfill_days
     cats = tuple(categories) if categories else settings.arxiv_categories
     require_contact(settings)
-    print(f"Backfilling {days} days of {', '.join(cats)} into {settings.database_path}")
+    print(f"Backfilling {days} days of {', '.join(cats)} into {settings.database_shown}")
     print("Resumable: run the same command again to continue where it stopped.", flush=True)
 
     def show(progress: Progress) -> None:
@@ -65,7 +65,7 @@ async def cmd_backfill(
             )
             raise arxiv_failed(settings, f"{exc} (every day stored so far is kept)", again) from None
         total = await ctx.services.status.papers_stored()
-        print(f"Done: {stored} new papers; {total} papers in {settings.database_path}")
+        print(f"Done: {stored} new papers; {total} papers in {settings.database_shown}")
     return 0
 
 
@@ -88,7 +88,7 @@ async def cmd_watch(settings: Settings, name: str, once: bool, clock: Clock | No
                 print(f"Watching {topic.name}: {(await use.momentum.topic(topic)).sentence()}")
                 for paper in reversed(await use.history.latest(topic, 3)):
                     await poster.post_card(0, paper, [topic.name], "")
-                print(f"Database: {settings.database_path}")
+                print(f"Database: {settings.database_shown}")
                 print("New papers will appear below as they are announced (Ctrl+C to stop).", flush=True)
                 first = False
             announced = await read_announcements(ctx)  # its new papers come as cards below, like the poll's

@@ -22,6 +22,14 @@ from bot.models import (
 from bot.store.protocol import Store
 from bot.store.sqlite import SqliteStore
 
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def postgres_url(where: Path | str) -> str | None:
+    """`where` when it is a PostgreSQL URL (else None: a SQLite file's path)."""
+    return where if isinstance(where, str) and where.startswith(POSTGRES_SCHEMES) else None
+
+
 __all__ = [
     "BackfillWindow",
     "Follow",
@@ -37,8 +45,15 @@ __all__ = [
 ]
 
 
-async def open_store(path: Path | str, clock: Clock | None = None) -> Store:
-    """The store of a database, opened and migrated: today the SQLite file at `path` (created when missing).
+async def open_store(where: Path | str, clock: Clock | None = None) -> Store:
+    """The store of a database, opened and migrated: a `postgresql://` URL opens the PostgreSQL store (raising
+    Unreachable, in one line without the password, when it cannot), anything else is the SQLite file at that
+    path (created when missing).
 
-    Returning the SQLite store as `Store` is also the static check that it implements the protocol."""
-    return await SqliteStore.open(path, clock)
+    Returning each store as `Store` is also the static check that it implements the protocol."""
+    url = postgres_url(where)
+    if url is not None:
+        from bot.store.postgres import PostgresStore  # asyncpg loads only for PostgreSQL
+
+        return await PostgresStore.open(url, clock)
+    return await SqliteStore.open(where, clock)

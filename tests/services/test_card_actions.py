@@ -11,6 +11,8 @@ from bot.services.saved import EmptyList, NotAnArxivId, NotSaved
 from tests.factories import make_paper
 from tests.services.world import World
 
+pytestmark = pytest.mark.both_back_ends  # through the Store protocol only
+
 GUILD, OTHER, CHANNEL, ALICE = 1, 2, 11, 100
 
 

@@ -18,6 +18,8 @@ from cogs.history import search_pages
 from tests.factories import BASE_TIME, make_paper
 from tests.services.world import World
 
+pytestmark = pytest.mark.both_back_ends  # through the Store protocol only
+
 RANKED = 120  # newest candidates one search ranks in these tests (10,000 in the bot)
 PAPERS = 400
 

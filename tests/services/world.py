@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from pathlib import Path
 
 from bot.clock import FakeClock
 from bot.config import Settings
@@ -40,13 +39,16 @@ class World:
             arxiv=self.source,
             intake=self.intake,
             clock=self.clock,
-            settings=settings_for(self.store.db.path),
+            settings=settings_for(self.store),
             limits=limits,
         )
 
 
-def settings_for(database: Path) -> Settings:
-    return Settings(_env_file=None, database_path=database, arxiv_categories=WATCHED)
+def settings_for(store: Store) -> Settings:
+    # The SQLite store's file, when it is one (the services read the categories and the poll interval only).
+    database = getattr(getattr(store, "db", None), "path", None)
+    extra = {"database_path": database} if database is not None else {}
+    return Settings(_env_file=None, arxiv_categories=WATCHED, **extra)
 
 
 @asynccontextmanager
@@ -64,7 +66,7 @@ async def services_world(store: Store, clock: FakeClock) -> AsyncIterator[World]
                 arxiv=source,
                 intake=intake,
                 clock=clock,
-                settings=settings_for(store.db.path),
+                settings=settings_for(store),
             )
             yield World(store, clock, arxiv, index, intake, services, source)
     finally:

@@ -49,6 +49,7 @@ async def test_older_or_same_version_changes_nothing(store: SqliteStore, clock: 
     assert (await store.papers.get(v2.arxiv_id)).title == "Current"  # type: ignore[union-attr]
 
 
+@pytest.mark.sqlite_only  # reads papers_fts
 async def test_fts_follows_inserts_and_updates(store: SqliteStore, clock: FakeClock) -> None:
     await store.papers.upsert(
         [make_paper(1, title="Speculative decoding with draft models")], seen_at=clock.now()
@@ -72,6 +73,7 @@ async def test_category_counts_follow_new_versions(store: SqliteStore, clock: Fa
     assert await store.papers.count_in_categories(["cs.AI"], start, end) == 2
 
 
+@pytest.mark.sqlite_only  # reads papers_fts
 async def test_failed_transaction_leaves_nothing(store: SqliteStore, clock: FakeClock) -> None:
     with pytest.raises(RuntimeError):
         async with store.transaction():

@@ -66,6 +66,12 @@ def test_the_sqlite_store_has_every_member_of_the_protocol_with_the_same_signatu
     assert mismatches(Store, SqliteStore(tmp_path / "never-opened.sqlite3")) == []
 
 
+def test_the_postgresql_store_has_every_member_of_the_protocol_with_the_same_signature() -> None:
+    from bot.store.postgres import PostgresStore
+
+    assert mismatches(Store, PostgresStore("postgresql://127.0.0.1/never-opened")) == []
+
+
 def test_the_comparison_names_every_departure() -> None:
     class Drifted(FollowRepo):
         async def touch(self, channel: int, at: datetime) -> None: ...

@@ -39,6 +39,7 @@ async def install_gate(store: SqliteStore, gate: threading.Event, entered: async
         await conn.create_function("slow", 0, slow)
 
 
+@pytest.mark.sqlite_only
 async def test_a_slow_read_does_not_hold_another_read(store: SqliteStore, clock: FakeClock) -> None:
     await store.papers.upsert([make_paper(1)], seen_at=clock.now())
     entered = asyncio.Event()
@@ -53,6 +54,7 @@ async def test_a_slow_read_does_not_hold_another_read(store: SqliteStore, clock:
         assert [tuple(r) for r in await slow] == [(1,)]
 
 
+@pytest.mark.sqlite_only
 async def test_read_connections_refuse_writes(store: SqliteStore) -> None:
     with pytest.raises(sqlite3.OperationalError, match="readonly"):
         await store.db.fetchall("DELETE FROM papers")

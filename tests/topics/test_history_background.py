@@ -6,11 +6,15 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
+import pytest
+
 from bot.clock import FakeClock
 from bot.store import Store
 from bot.topics.catalog import load_catalog
 from bot.topics.index import HISTORY_BATCH, TopicIndex
 from tests.factories import GRPO, ROBOT, rl_paper
+
+pytestmark = pytest.mark.both_back_ends  # through the Store protocol only
 
 RL = "RL Post-Training"
 

@@ -1,0 +1,184 @@
+"""PostgreSQL connections (an asyncpg pool), numbered migrations recorded in the database, and transactions.
+
+SQL is written with `?` placeholders, as in the SQLite store, and numbered ($1, $2, ...) here. Writes of one
+process are serialised by a lock, as SQLite's are, so each repository method keeps the SQLite store's semantics;
+a transaction's connection is found through a context variable, so nested use joins it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import re
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from functools import lru_cache
+from importlib import resources
+from typing import Any, TypeAlias
+from urllib.parse import unquote, urlsplit
+
+import asyncpg
+
+from bot.clock import Clock
+from bot.errors import Unreachable
+
+log = logging.getLogger(__name__)
+_MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+_MIGRATION_LOCK = 0x70617065  # advisory lock key: two processes starting at once migrate one after the other
+_current: contextvars.ContextVar[asyncpg.Connection | None] = contextvars.ContextVar("pg_tx", default=None)
+Row: TypeAlias = Any  # asyncpg.Record, read by name or position (asyncpg ships no types)
+
+
+def bundled_migrations() -> list[tuple[int, str, str]]:
+    """(version, name, sql) for every migration in bot/store/postgres/migrations, in order."""
+    found = []
+    for entry in resources.files("bot.store.postgres").joinpath("migrations").iterdir():
+        match = _MIGRATION_NAME.match(entry.name)
+        if match:
+            found.append((int(match.group(1)), match.group(2), entry.read_text(encoding="utf-8")))
+    found.sort()
+    versions = [v for v, _, _ in found]
+    if len(set(versions)) != len(versions):
+        raise RuntimeError(f"two migrations share a number: {versions}")
+    return found
+
+
+@lru_cache(maxsize=1024)
+def numbered(sql: str) -> str:
+    """`?` placeholders as PostgreSQL's $1, $2, ... (the store's SQL holds no literal question mark)."""
+    count = 0
+
+    def next_mark(_: re.Match[str]) -> str:
+        nonlocal count
+        count += 1
+        return f"${count}"
+
+    return re.sub(r"\?", next_mark, sql)
+
+
+def describe(url: str) -> str:
+    """Where a URL points, fit to show: host, port and database, never the user's password."""
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname or "localhost", parts.port or 5432
+    except ValueError:
+        return "database DATABASE_URL names (it is not a readable address)"
+    database = unquote(parts.path.lstrip("/")) or "(the user's default database)"
+    return f"database {database!r} on {host}:{port}"
+
+
+def _scrubbed(text: str, url: str) -> str:
+    """`text` without the URL's password, read without parsing (an unreadable URL may still hold one)."""
+    authority = url.partition("://")[2].partition("/")[0]
+    password = authority.rpartition("@")[0].partition(":")[2]
+    for secret in filter(None, {password, unquote(password)}):
+        text = text.replace(secret, "***")
+    return text
+
+
+class Database:
+    def __init__(self, url: str, clock: Clock) -> None:
+        self.url = url
+        self.clock = clock
+        self._pool: asyncpg.Pool | None = None
+        self._write_lock = asyncio.Lock()
+
+    async def open(self) -> None:
+        """Connect and migrate. An unreachable server or a wrong URL raises Unreachable in one line that names
+        the host and database (never the password)."""
+        try:
+            self._pool = await asyncpg.create_pool(self.url, min_size=1, max_size=8, timeout=30)
+        except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError, ValueError) as exc:
+            reason = _scrubbed(str(exc) or type(exc).__name__, self.url).splitlines()[0]
+            raise Unreachable(
+                f"could not open the PostgreSQL {describe(self.url)}: {reason}. Check DATABASE_URL (and that "
+                "the server runs and the database exists), then run again"
+            ) from None
+        try:
+            await self.migrate()
+        except asyncpg.PostgresError as exc:  # e.g. a user who may not create tables
+            await self.close()
+            reason = _scrubbed(str(exc), self.url).splitlines()[0]
+            raise Unreachable(
+                f"could not create paperwatch's tables in the PostgreSQL {describe(self.url)}: {reason}. "
+                "Give the user of DATABASE_URL the right to create tables in it, then run again"
+            ) from None
+
+    async def close(self) -> None:
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
+
+    @property
+    def pool(self) -> asyncpg.Pool:
+        if self._pool is None:
+            raise RuntimeError("the store is not open")
+        return self._pool
+
+    async def migrate(self) -> list[int]:
+        """Apply every bundled migration not yet recorded in the database; return the versions applied."""
+        applied = []
+        async with self.pool.acquire() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock($1)", _MIGRATION_LOCK)
+            await conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)"
+            )
+            done = {r[0] for r in await conn.fetch("SELECT version FROM schema_migrations")}
+            for version, name, sql in bundled_migrations():
+                if version in done:
+                    continue
+                await conn.execute(sql)
+                await conn.execute(
+                    "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
+                    version,
+                    name,
+                    int(self.clock.now().timestamp()),
+                )
+                log.info("applied PostgreSQL migration %04d_%s", version, name)
+                applied.append(version)
+        return applied
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[asyncpg.Connection]:
+        """One write transaction; nested use joins the outer one. Rolled back on any exception."""
+        joined = _current.get()
+        if joined is not None:
+            yield joined
+            return
+        async with self._write_lock, self.pool.acquire() as conn, conn.transaction():
+            token = _current.set(conn)
+            try:
+                yield conn
+            finally:
+                _current.reset(token)
+
+    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        """A read of committed data (the transaction's own connection inside one, to see its writes)."""
+        conn = _current.get()
+        if conn is not None:
+            return list(await conn.fetch(numbered(sql), *params))
+        return list(await self.pool.fetch(numbered(sql), *params))
+
+    async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
+        rows = await self.fetchall(sql, params)
+        return rows[0] if rows else None
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run one statement in a transaction (its own, or the one running); returns the rows it changed."""
+        async with self.transaction() as conn:
+            status = await conn.execute(numbered(sql), *params)
+        return changed(status)
+
+    async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        if not rows:
+            return
+        async with self.transaction() as conn:
+            await conn.executemany(numbered(sql), rows)
+
+
+def changed(status: str) -> int:
+    """Rows a statement changed, from its status ("UPDATE 3", "INSERT 0 2", "DELETE 1")."""
+    last = status.rsplit(" ", 1)[-1]
+    return int(last) if last.isdigit() else 0

@@ -1,0 +1,121 @@
+"""Follows on PostgreSQL: which channel follows which topic, how, and whether Discord still lets us post
+(bot/store/follows.py)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from bot.models import Follow, MatchKind, Mode
+from bot.store.papers import from_ts, to_ts
+from bot.store.postgres.database import Database, Row
+
+_SELECT = "SELECT f.*, t.name AS topic_name FROM follows f JOIN topics t ON t.id = f.topic_id"
+
+
+def ascii_lower(text: str) -> str:
+    """SQLite's NOCASE: ASCII letters folded, nothing else."""
+    return text.translate(str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz"))
+
+
+def _follow(r: Row) -> Follow:
+    return Follow(
+        id=r["id"],
+        guild_id=r["guild_id"],
+        channel_id=r["channel_id"],
+        topic_id=r["topic_id"],
+        topic_name=r["topic_name"],
+        mode=r["mode"],
+        digest_hour=r["digest_hour"],
+        created_at=from_ts(r["created_at"]),
+        last_post_at=from_ts(r["last_post_at"]) if r["last_post_at"] is not None else None,
+        broken_reason=r["broken_reason"],
+        match=r["match"],
+    )
+
+
+class FollowRepo:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def upsert(
+        self,
+        *,
+        guild_id: int,
+        channel_id: int,
+        topic_id: int,
+        mode: Mode,
+        digest_hour: int,
+        created_by: int | None,
+        at: datetime,
+        match: MatchKind = "exact",
+    ) -> tuple[Follow, bool]:
+        async with self.db.transaction():
+            existing = await self.db.fetchone(
+                "SELECT id FROM follows WHERE channel_id = ? AND topic_id = ?", (channel_id, topic_id)
+            )
+            await self.db.execute(
+                "INSERT INTO follows (guild_id, channel_id, topic_id, mode, digest_hour, created_by, created_at, match)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (channel_id, topic_id) DO UPDATE SET"
+                " mode = excluded.mode, digest_hour = excluded.digest_hour, match = excluded.match,"
+                " broken_at = NULL, broken_reason = NULL",
+                (guild_id, channel_id, topic_id, mode, digest_hour, created_by, to_ts(at), match),
+            )
+            row = await self.db.fetchone(
+                f"{_SELECT} WHERE f.channel_id = ? AND f.topic_id = ?", (channel_id, topic_id)
+            )
+        assert row is not None  # just written
+        return _follow(row), existing is None
+
+    async def for_guild(self, guild_id: int) -> list[Follow]:
+        rows = await self.db.fetchall(f"{_SELECT} WHERE f.guild_id = ?", (guild_id,))
+        return sorted(map(_follow, rows), key=lambda f: (ascii_lower(f.topic_name), f.channel_id))
+
+    async def for_topics(self, topic_ids: list[int]) -> list[Follow]:
+        if not topic_ids:
+            return []
+        rows = await self.db.fetchall(
+            f"{_SELECT} WHERE f.topic_id = ANY(?::bigint[]) AND f.broken_reason IS NULL", (topic_ids,)
+        )
+        return [_follow(r) for r in rows]
+
+    async def remove(self, guild_id: int, topic_id: int, channel_id: int | None = None) -> int:
+        """Pending posts of the ended follows are dropped unless another follow in the channel wants the paper."""
+        async with self.db.transaction():
+            params: tuple[int, ...] = (guild_id, topic_id)
+            where = "guild_id = ? AND topic_id = ?"
+            if channel_id is not None:
+                where += " AND channel_id = ?"
+                params += (channel_id,)
+            rows = await self.db.fetchall(f"DELETE FROM follows WHERE {where} RETURNING channel_id", params)
+            channels = [r[0] for r in rows]
+            if channels:
+                await self.db.execute(
+                    "DELETE FROM delivery_topics WHERE topic_id = ? AND delivery_id IN"
+                    " (SELECT id FROM deliveries WHERE channel_id = ANY(?::bigint[]) AND status = 'pending')",
+                    (topic_id, channels),
+                )
+                await self.db.execute(
+                    "DELETE FROM deliveries d WHERE d.channel_id = ANY(?::bigint[]) AND d.status = 'pending'"
+                    " AND NOT EXISTS (SELECT 1 FROM delivery_topics dt WHERE dt.delivery_id = d.id)",
+                    (channels,),
+                )
+        return len(channels)
+
+    async def mark_broken(self, channel_id: int, reason: str, at: datetime) -> None:
+        await self.db.execute(
+            "UPDATE follows SET broken_at = ?, broken_reason = ? WHERE channel_id = ?",
+            (to_ts(at), reason[:300], channel_id),
+        )
+
+    async def touch(self, channel_id: int, at: datetime) -> None:
+        await self.db.execute(
+            "UPDATE follows SET last_post_at = ? WHERE channel_id = ?", (to_ts(at), channel_id)
+        )
+
+    async def digest_channels_due(self, hour: int) -> list[int]:
+        rows = await self.db.fetchall(
+            "SELECT DISTINCT channel_id FROM follows WHERE mode = 'digest' AND digest_hour = ?"
+            " AND broken_reason IS NULL AND channel_id > 0",
+            (hour,),
+        )
+        return [r[0] for r in rows]

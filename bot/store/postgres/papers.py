@@ -1,0 +1,235 @@
+"""Paper rows on PostgreSQL: batched upserts that keep first-seen times, lookups, per-category counts.
+
+The rules (which copy is newer, what a row holds) are the SQLite store's (bot/store/papers.py), shared."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from bot.models import Paper, UpsertResult
+from bot.store.announcements import _RANK, headline_from
+from bot.store.papers import DAY, Stored, _is_newer, _paper_values, _stored, from_ts, paper_from_row, to_ts
+from bot.store.postgres.database import Database, Row
+from bot.store.postgres.tokens import index_words
+
+# The announcement a card shows for the stored version (see bot/store/announcements.py HEADLINE).
+HEADLINE = (
+    "(SELECT a.kind || chr(31) || a.category || chr(31) || a.day FROM announcements a"
+    f" WHERE a.paper_pk = p.pk AND a.version = p.version ORDER BY CASE a.kind {_RANK} END, a.category"
+    " LIMIT 1) AS announced"
+)
+# What a Paper is read from (not the indexed words): "p" is the papers table.
+PAPER = (
+    "p.pk, p.arxiv_id, p.version, p.title, p.abstract, p.authors_json, p.primary_category, p.categories,"
+    " p.published, p.updated, p.comment, p.journal_ref, p.doi, p.authors_omitted, p.provisional"
+)
+_COLUMNS = (
+    "arxiv_id, version, title, abstract, authors, authors_json, primary_category, categories, "
+    "published, updated, comment, journal_ref, doi, authors_omitted, provisional, "
+    "title_words, abstract_words, authors_words"
+)
+_INSERT = (
+    f"INSERT INTO papers ({_COLUMNS}, first_seen, last_changed) VALUES ({', '.join('?' * 20)})"
+    " ON CONFLICT (arxiv_id) DO NOTHING"
+)
+# published keeps the earliest value seen: the v1 submission time (see the SQLite store).
+_UPDATE = (
+    "UPDATE papers SET version = ?, title = ?, abstract = ?, authors = ?, authors_json = ?, "
+    "primary_category = ?, categories = ?, published = LEAST(published, ?), updated = ?, comment = ?, "
+    "journal_ref = ?, doi = ?, authors_omitted = ?, provisional = ?, title_words = ?, abstract_words = ?, "
+    "authors_words = ?, last_changed = ? WHERE arxiv_id = ?"
+)
+_LINK_CATEGORIES = (
+    "INSERT INTO paper_categories (category, published, paper_pk) "
+    "SELECT ?, published, pk FROM papers WHERE arxiv_id = ? ON CONFLICT DO NOTHING"
+)
+
+
+def paper(row: Row, *, headline: bool = False) -> Paper:
+    """A paper from a row of papers (with HEADLINE's `announced` when `headline`)."""
+    record: Any = row  # asyncpg's Record reads by name like sqlite's Row
+    return paper_from_row(record, headline_from(record, row["arxiv_id"]) if headline else None)
+
+
+def paper_filter(
+    *,
+    topic_id: int | None = None,
+    including: Sequence[int] = (),
+    categories: Sequence[str] = (),
+    since: datetime | None = None,
+) -> tuple[str, list[object]]:
+    """SQL conditions on papers aliased `p` (" AND ..." each, or ""): see bot/store/papers.py paper_filter."""
+    clauses: list[str] = []
+    params: list[object] = []
+    if topic_id is not None:
+        clauses.append(
+            "p.pk IN (SELECT paper_pk FROM topic_matches WHERE topic_id = ANY(?::bigint[]) AND kind = 'exact')"
+        )
+        params.append([topic_id, *including])
+    if categories:
+        clauses.append("p.pk IN (SELECT paper_pk FROM paper_categories WHERE category = ANY(?::text[]))")
+        params.append(list(categories))
+    if since is not None:
+        clauses.append("p.published >= ?")
+        params.append(to_ts(since))
+    return "".join(f" AND {c}" for c in clauses), params
+
+
+def _values(paper: Paper, words: tuple[str, str, str]) -> tuple[object, ...]:
+    return (*_paper_values(paper), *words)
+
+
+async def _words(papers: Sequence[Paper]) -> list[tuple[str, str, str]]:
+    fields = [(p.title, p.abstract, ", ".join(a.name for a in p.authors)) for p in papers]
+    return await asyncio.to_thread(index_words, fields) if fields else []
+
+
+class PaperRepo:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def stored_versions(self, arxiv_ids: Sequence[str]) -> dict[str, Stored]:
+        rows = await self.db.fetchall(
+            "SELECT arxiv_id, version, provisional, updated FROM papers WHERE arxiv_id = ANY(?::text[])",
+            (list(dict.fromkeys(arxiv_ids)),),
+        )
+        return {r["arxiv_id"]: (r["version"], bool(r["provisional"]), r["updated"]) for r in rows}
+
+    async def stored_ids(self, arxiv_ids: Sequence[str]) -> set[str]:
+        return set(await self.stored_versions(arxiv_ids))
+
+    async def provisional(self, *, since: datetime, limit: int) -> list[str]:
+        rows = await self.db.fetchall(
+            "SELECT arxiv_id FROM papers WHERE provisional = 1 AND last_changed >= ?"
+            " ORDER BY last_changed, pk LIMIT ?",
+            (to_ts(since), limit),
+        )
+        return [r[0] for r in rows]
+
+    async def upsert(self, papers: Iterable[Paper], *, seen_at: datetime) -> UpsertResult:
+        latest: dict[str, Paper] = {}
+        for item in papers:
+            held = latest.get(item.arxiv_id)
+            if held is None or _is_newer(item, _stored(held)):
+                latest[item.arxiv_id] = item
+        if not latest:
+            return UpsertResult()
+        now = to_ts(seen_at)
+        async with self.db.transaction():
+            stored = await self.stored_versions(list(latest))
+            new = [p for aid, p in latest.items() if aid not in stored]
+            changed = [p for aid, p in latest.items() if aid in stored and _is_newer(p, stored[aid])]
+            words = await _words([*new, *changed])
+            await self.db.executemany(
+                _INSERT, [(*_values(p, w), now, now) for p, w in zip(new, words, strict=False)]
+            )
+            if changed:
+                await self.db.executemany(
+                    _UPDATE,
+                    [
+                        (*_values(p, w)[1:], now, p.arxiv_id)
+                        for p, w in zip(changed, words[len(new) :], strict=True)
+                    ],
+                )
+                await self.db.execute(
+                    "DELETE FROM paper_categories WHERE paper_pk IN"
+                    " (SELECT pk FROM papers WHERE arxiv_id = ANY(?::text[]))",
+                    ([p.arxiv_id for p in changed],),
+                )
+            await self.db.executemany(
+                _LINK_CATEGORIES, [(c, p.arxiv_id) for p in (*new, *changed) for c in p.categories]
+            )
+        return UpsertResult(
+            new=[p.arxiv_id for p in new],
+            updated=[p.arxiv_id for p in changed],
+            unchanged=len(latest) - len(new) - len(changed),
+        )
+
+    async def get(self, arxiv_id: str) -> Paper | None:
+        row = await self.db.fetchone(
+            f"SELECT {PAPER}, {HEADLINE} FROM papers p WHERE p.arxiv_id = ?", (arxiv_id,)
+        )
+        return paper(row, headline=True) if row else None
+
+    async def first_seen(self, arxiv_id: str) -> datetime | None:
+        row = await self.db.fetchone("SELECT first_seen FROM papers WHERE arxiv_id = ?", (arxiv_id,))
+        return from_ts(row[0]) if row else None
+
+    async def count(self) -> int:
+        row = await self.db.fetchone("SELECT COUNT(*) FROM papers")
+        return int(row[0]) if row else 0
+
+    async def count_in_categories(self, categories: Sequence[str], start: datetime, end: datetime) -> int:
+        """Whole-day windows add up per-day counts kept in category_day_counts (as the SQLite store does)."""
+        cats = sorted(set(categories))
+        lo, hi = to_ts(start), to_ts(end)
+        if lo % DAY or hi % DAY:
+            return await self._count_distinct(cats, lo, hi)
+        key, first, last = " ".join(cats), lo // DAY, hi // DAY
+        rows = await self.db.fetchall(
+            "SELECT day, papers FROM category_day_counts WHERE categories = ? AND day >= ? AND day < ?",
+            (key, first, last),
+        )
+        known = {r[0]: r[1] for r in rows}
+        missing = [d for d in range(first, last) if d not in known]
+        if missing:
+            async with self.db.transaction():
+                counted = dict.fromkeys(missing, 0)
+                for day, papers in await self.db.fetchall(
+                    "SELECT published / 86400 AS day, COUNT(DISTINCT paper_pk) FROM paper_categories"
+                    " WHERE category = ANY(?::text[]) AND published >= ? AND published < ? GROUP BY day",
+                    (cats, missing[0] * DAY, (missing[-1] + 1) * DAY),
+                ):
+                    if day in counted:
+                        counted[day] = papers
+                await self.db.executemany(
+                    "INSERT INTO category_day_counts (categories, day, papers) VALUES (?, ?, ?)"
+                    " ON CONFLICT (categories, day) DO UPDATE SET papers = excluded.papers",
+                    [(key, day, papers) for day, papers in counted.items()],
+                )
+            known.update(counted)
+        return int(sum(known.values()))
+
+    async def _count_distinct(self, categories: Sequence[str], lo: int, hi: int) -> int:
+        row = await self.db.fetchone(
+            "SELECT COUNT(DISTINCT paper_pk) FROM paper_categories"
+            " WHERE category = ANY(?::text[]) AND published >= ? AND published < ?",
+            (list(categories), lo, hi),
+        )
+        return int(row[0]) if row else 0
+
+    async def category_names(self) -> list[str]:
+        """A loose index scan, as the SQLite store's (one index seek per category)."""
+        names: list[str] = []
+        row = await self.db.fetchone("SELECT MIN(category) FROM paper_categories")
+        while row is not None and row[0] is not None:
+            names.append(row[0])
+            row = await self.db.fetchone(
+                "SELECT MIN(category) FROM paper_categories WHERE category > ?", (row[0],)
+            )
+        return names
+
+    async def weekly_category_counts(self, since: datetime) -> list[tuple[str, str, int]]:
+        rows = await self.db.fetchall(
+            "SELECT to_char(date_trunc('week', to_timestamp(published) AT TIME ZONE 'UTC'), 'YYYY-MM-DD')"
+            " AS week, category, COUNT(*) AS n FROM paper_categories WHERE published >= ?"
+            " GROUP BY week, category ORDER BY week, category",
+            (to_ts(since),),
+        )
+        return [(r["week"], r["category"], int(r["n"])) for r in rows]
+
+    async def texts(
+        self, *, after: int = 0, batch: int = 5000
+    ) -> AsyncIterator[list[tuple[int, str, str, str]]]:
+        while True:
+            rows = await self.db.fetchall(
+                "SELECT pk, arxiv_id, title, abstract FROM papers WHERE pk > ? ORDER BY pk LIMIT ?",
+                (after, batch),
+            )
+            if not rows:
+                return
+            after = rows[-1][0]
+            yield [(r[0], r[1], r[2], r[3]) for r in rows]

@@ -1,0 +1,56 @@
+"""The PostgreSQL store: one database (DATABASE_URL), one repository per table family, behind `bot.store.Store`."""
+
+from __future__ import annotations
+
+from contextlib import AbstractAsyncContextManager
+from typing import Self
+
+from bot.clock import Clock, SystemClock
+from bot.store.postgres.announcements import AnnouncementRepo
+from bot.store.postgres.database import Database
+from bot.store.postgres.deliveries import DeliveryRepo
+from bot.store.postgres.follows import FollowRepo
+from bot.store.postgres.papers import PaperRepo
+from bot.store.postgres.ratings import RatingRepo
+from bot.store.postgres.saved import SavedRepo
+from bot.store.postgres.search import SearchRepo
+from bot.store.postgres.similar import SimilarRepo
+from bot.store.postgres.sources import BackfillRepo, SourceRepo
+from bot.store.postgres.topics import TopicRepo
+
+
+class PostgresStore:
+    def __init__(self, url: str, clock: Clock | None = None) -> None:
+        self.clock = clock or SystemClock()
+        self.db = Database(url, self.clock)
+        self.papers = PaperRepo(self.db)
+        self.sources = SourceRepo(self.db)
+        self.backfill = BackfillRepo(self.db)
+        self.topics = TopicRepo(self.db)
+        self.follows = FollowRepo(self.db)
+        self.deliveries = DeliveryRepo(self.db)
+        self.search = SearchRepo(self.db)
+        self.announcements = AnnouncementRepo(self.db)
+        self.ratings = RatingRepo(self.db)
+        self.saved = SavedRepo(self.db)
+        self.similar = SimilarRepo(self.db)
+
+    @classmethod
+    async def open(cls, url: str, clock: Clock | None = None) -> PostgresStore:
+        """Connect and migrate; raises Unreachable (one line, no password) when the database cannot be opened."""
+        store = cls(url, clock)
+        await store.db.open()
+        return store
+
+    async def close(self) -> None:
+        await self.db.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def transaction(self) -> AbstractAsyncContextManager[object]:
+        """One write transaction across repositories (e.g. papers and the deliveries they cause)."""
+        return self.db.transaction()
