@@ -60,13 +60,16 @@ def paper_filter(
     including: Sequence[int] = (),
     categories: Sequence[str] = (),
     since: datetime | None = None,
+    suggested: bool = False,
 ) -> tuple[str, list[object]]:
     """SQL conditions on papers aliased `p` (" AND ..." each, or ""): see bot/store/papers.py paper_filter."""
     clauses: list[str] = []
     params: list[object] = []
     if topic_id is not None:
         clauses.append(
-            "p.pk IN (SELECT paper_pk FROM topic_matches WHERE topic_id = ANY(?::bigint[]) AND kind = 'exact')"
+            "p.pk IN (SELECT paper_pk FROM topic_matches WHERE topic_id = ANY(?::bigint[])"
+            + ("" if suggested else " AND kind = 'exact'")
+            + ")"
         )
         params.append([topic_id, *including])
     if categories:

@@ -41,6 +41,7 @@ class SearchRepo:
         limit: int = 200,
         offset: int = 0,
         snippets: bool = True,
+        suggested: bool = False,
     ) -> list[SearchHit]:
         """Best matches first (newest first without text to rank by), from the `offset`-th on. Callers confirm
         each hit with the query's exact evaluator: the tsquery may let more through (see fts_query.py). Without
@@ -48,7 +49,7 @@ class SearchRepo:
         if limit < 0 or offset < 0:
             raise ValueError(f"limit and offset must not be negative (got {limit}, {offset})")
         where, params = paper_filter(
-            topic_id=topic_id, including=including, categories=categories, since=since
+            topic_id=topic_id, including=including, categories=categories, since=since, suggested=suggested
         )
         tsquery = to_tsquery(fts)
         if tsquery is None:
