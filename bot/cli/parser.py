@@ -209,8 +209,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser(
         "demo",
-        help="see paperwatch work in under a minute: a loopback arXiv with real papers, this terminal as the "
-        "channel (no token, no internet, your settings and database untouched)",
+        help="see paperwatch work in under a minute: the real bot on a loopback arXiv with real papers and a "
+        "loopback Discord whose channel this terminal shows (no token, no internet, your settings and "
+        "database untouched)",
     )
     demo.add_argument(
         "--png",
