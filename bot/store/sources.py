@@ -8,6 +8,7 @@ from datetime import datetime
 from bot.models import BackfillWindow, SkippedEntry, SkippedSummary, SourceState
 from bot.store.database import Database
 from bot.store.papers import from_ts, to_ts
+from bot.store.sql import SqlDatabase
 
 ERROR_CHARS = 500
 
@@ -132,7 +133,9 @@ class SourceRepo:
 
 
 class BackfillRepo:
-    def __init__(self, db: Database) -> None:
+    """Written in SQL both engines run: the SQLite and the PostgreSQL store share it."""
+
+    def __init__(self, db: SqlDatabase) -> None:
         self.db = db
 
     async def windows(self, job: str) -> list[BackfillWindow]:
@@ -146,22 +149,19 @@ class BackfillRepo:
     async def plan(self, job: str, windows: list[tuple[datetime, datetime]]) -> None:
         """Add windows not yet planned (a resumed job keeps its progress)."""
         await self.db.executemany(
-            "INSERT OR IGNORE INTO backfill_windows (job, window_start, window_end) VALUES (?, ?, ?)",
+            "INSERT INTO backfill_windows (job, window_start, window_end) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
             [(job, to_ts(s), to_ts(e)) for s, e in windows],
         )
 
     async def split(
         self, job: str, window: tuple[datetime, datetime], parts: list[tuple[datetime, datetime]]
     ) -> None:
-        async with self.db.transaction() as conn:
-            await conn.execute(
+        async with self.db.transaction():
+            await self.db.execute(
                 "DELETE FROM backfill_windows WHERE job = ? AND window_start = ? AND window_end = ? AND done = 0",
                 (job, to_ts(window[0]), to_ts(window[1])),
             )
-            await conn.executemany(
-                "INSERT OR IGNORE INTO backfill_windows (job, window_start, window_end) VALUES (?, ?, ?)",
-                [(job, to_ts(s), to_ts(e)) for s, e in parts],
-            )
+            await self.plan(job, parts)
 
     async def mark_done(self, job: str, window: tuple[datetime, datetime], papers: int) -> None:
         await self.db.execute(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from bot.models import BackfillWindow, SkippedEntry, SkippedSummary, SourceState
+from bot.models import SkippedEntry, SkippedSummary, SourceState
 from bot.store.papers import from_ts, to_ts
 from bot.store.postgres.database import Database
 from bot.store.sources import ERROR_CHARS
@@ -121,39 +121,4 @@ class SourceRepo:
             " last_error = excluded.last_error, consecutive_failures = source_state.consecutive_failures + 1,"
             " papers_stored = source_state.papers_stored + excluded.papers_stored",
             (source, to_ts(at), error[:ERROR_CHARS], papers),
-        )
-
-
-class BackfillRepo:
-    def __init__(self, db: Database) -> None:
-        self.db = db
-
-    async def windows(self, job: str) -> list[BackfillWindow]:
-        rows = await self.db.fetchall(
-            "SELECT window_start, window_end, done, papers FROM backfill_windows WHERE job = ?"
-            " ORDER BY window_start DESC, window_end DESC",
-            (job,),
-        )
-        return [BackfillWindow(from_ts(r[0]), from_ts(r[1]), bool(r[2]), r[3]) for r in rows]
-
-    async def plan(self, job: str, windows: list[tuple[datetime, datetime]]) -> None:
-        await self.db.executemany(
-            "INSERT INTO backfill_windows (job, window_start, window_end) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-            [(job, to_ts(s), to_ts(e)) for s, e in windows],
-        )
-
-    async def split(
-        self, job: str, window: tuple[datetime, datetime], parts: list[tuple[datetime, datetime]]
-    ) -> None:
-        async with self.db.transaction():
-            await self.db.execute(
-                "DELETE FROM backfill_windows WHERE job = ? AND window_start = ? AND window_end = ? AND done = 0",
-                (job, to_ts(window[0]), to_ts(window[1])),
-            )
-            await self.plan(job, parts)
-
-    async def mark_done(self, job: str, window: tuple[datetime, datetime], papers: int) -> None:
-        await self.db.execute(
-            "UPDATE backfill_windows SET done = 1, papers = ? WHERE job = ? AND window_start = ? AND window_end = ?",
-            (papers, job, to_ts(window[0]), to_ts(window[1])),
         )

@@ -15,8 +15,9 @@ from bot.store.postgres.ratings import RatingRepo
 from bot.store.postgres.saved import SavedRepo
 from bot.store.postgres.search import SearchRepo
 from bot.store.postgres.similar import SimilarRepo
-from bot.store.postgres.sources import BackfillRepo, SourceRepo
+from bot.store.postgres.sources import SourceRepo
 from bot.store.postgres.topics import TopicRepo
+from bot.store.sources import BackfillRepo  # written in SQL both engines run
 
 
 class PostgresStore:
