@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from bot.models import BackfillWindow, SkippedEntry, SkippedSummary, SourceState
-from bot.store.database import Database
 from bot.store.papers import from_ts, to_ts
 from bot.store.sql import SqlDatabase
 
@@ -18,7 +17,12 @@ def _dt(value: int | None) -> datetime | None:
 
 
 class SourceRepo:
-    def __init__(self, db: Database) -> None:
+    """Written in SQL both engines run but for the names of the two-argument maximum and minimum, which the
+    PostgreSQL store's subclass renames."""
+
+    GREATEST, LEAST = "MAX", "MIN"  # SQLite's scalar max() and min()
+
+    def __init__(self, db: SqlDatabase) -> None:
         self.db = db
 
     async def get(self, source: str) -> SourceState:
@@ -50,7 +54,7 @@ class SourceRepo:
             return []
         unique = list({e.entry_id: e for e in entries}.values())
         known: set[str] = set()
-        async with self.db.transaction() as conn:  # the lookup and the write see the same rows
+        async with self.db.transaction():  # the lookup and the write see the same rows
             for i in range(0, len(unique), 500):
                 chunk = [e.entry_id for e in unique[i : i + 500]]
                 rows = await self.db.fetchall(
@@ -59,7 +63,7 @@ class SourceRepo:
                     (source, *chunk),
                 )
                 known.update(r[0] for r in rows)
-            await conn.executemany(
+            await self.db.executemany(
                 "INSERT INTO skipped_entries (source, entry, reason, first_seen, last_seen)"
                 " VALUES (?, ?, ?, ?, ?) ON CONFLICT (source, entry) DO UPDATE SET"
                 " reason = excluded.reason, last_seen = excluded.last_seen",
@@ -105,7 +109,8 @@ class SourceRepo:
             "INSERT INTO source_state (source, watermark, etag, last_modified, last_attempt, last_success,"
             " consecutive_failures, papers_stored) VALUES (?, ?, ?, ?, ?, ?, 0, ?) "
             "ON CONFLICT (source) DO UPDATE SET "
-            " watermark = MIN(MAX(COALESCE(source_state.watermark, 0), COALESCE(excluded.watermark, 0)),"
+            f" watermark = {self.LEAST}({self.GREATEST}(COALESCE(source_state.watermark, 0),"
+            " COALESCE(excluded.watermark, 0)),"
             " excluded.last_success),"
             " etag = COALESCE(excluded.etag, source_state.etag),"
             " last_modified = COALESCE(excluded.last_modified, source_state.last_modified),"
