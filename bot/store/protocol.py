@@ -244,8 +244,31 @@ class DeliveryRepository(Protocol):
         as `PaperRepository.get` fills it (the card says how arXiv announced it), and names the topics its card
         shows: the most specific topics the paper matched at or below the followed topics it stands for."""
 
-    async def in_flight(self, *, console: bool = False) -> list[PendingDelivery]:
-        """Rows claimed for sending when the process stopped ('sending'): sent or not, nobody knows yet."""
+    async def claim_channels(
+        self,
+        worker: str,
+        mode: Mode,
+        now: datetime,
+        until: datetime,
+        *,
+        console: bool = False,
+        limit: int = 50,
+    ) -> list[int]:
+        """Take the lease, until `until`, of up to `limit` channels (Discord's, or with `console` the
+        terminal's) with rows of this mode due by `now` or left 'sending', whose lease is free, expired or
+        `worker`'s already. Workers claiming at once (other processes too) never get the same channel."""
+
+    async def hold(self, worker: str, channel_id: int, now: datetime, until: datetime) -> bool:
+        """Take or renew one channel's lease until `until`; False when another worker holds it unexpired."""
+
+    async def release(self, worker: str, channel_ids: Sequence[int]) -> None:
+        """Free the leases `worker` holds on these channels."""
+
+    async def in_flight(
+        self, *, console: bool = False, channel_id: int | None = None
+    ) -> list[PendingDelivery]:
+        """Rows claimed for sending when their worker stopped ('sending'), of one channel when given: sent or
+        not, nobody knows yet."""
 
     async def mark_sending(self, ids: Sequence[int]) -> None:
         """Claim rows for a send ('sending', one attempt more), before the send."""
