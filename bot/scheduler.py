@@ -1,13 +1,19 @@
-"""Background work on APScheduler's AsyncIOScheduler: poll arXiv every POLL_INTERVAL_MINUTES (with jitter): the
-API, then the RSS announcement feed; deliver after each poll and on a short interval, post digests at the top
-of every hour, retrain the learned topic scorer daily (and soon after start when it has no model yet)."""
+"""Background work on APScheduler's AsyncIOScheduler, by the process's roles (ROLES):
+- poll: arXiv every POLL_INTERVAL_MINUTES (with jitter), the API then the RSS announcement feed, and the learned
+  topic scorer's retraining daily (and soon after start when it has no model yet). One process of a deployment
+  polls at a time: the poll lock (the store's `process_lock("poll")`) is waited for, and taken over when its holder
+  dies; a poller checks it still holds the lock before each poll (a database restart ends the session holding it).
+- deliver: the outbox on a short interval (and after each poll of this process), digests at the top of every hour.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from datetime import timedelta
 
+from apscheduler.jobstores.base import JobLookupError
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
@@ -19,51 +25,85 @@ from bot.errors import ConfigError
 
 log = logging.getLogger(__name__)
 RETRAIN_HOUR = 4  # UTC, after the night's announcements are stored
+LOCK_RETRY_SECONDS = 5.0  # how often a waiting poller asks for the poll lock
+WAITING = "another poller holds the lock; waiting"
 
 
 class Scheduler:
-    def __init__(self, ctx: AppContext, worker: DeliveryWorker) -> None:
+    def __init__(self, ctx: AppContext, worker: DeliveryWorker | None, *, poll: bool = True) -> None:
+        """`worker` (None: this process delivers nothing) posts the outbox; `poll`: this process polls."""
         self.ctx = ctx
         self.worker = worker
+        self.polls = poll
         self._scheduler = AsyncIOScheduler(timezone="UTC")
         # Polls and posts run side by side (a poll retrying a slow arXiv must not hold posts back); each kind
         # runs one at a time.
         self._polling = asyncio.Lock()
         self._posting = asyncio.Lock()
         self._recovered = False
+        self._lock = ctx.process_lock("poll") if poll else None
+        self._waiting = False  # another process holds the poll lock (logged once)
+        self._common = {"max_instances": 1, "coalesce": True, "misfire_grace_time": 300}
 
     def start(self) -> None:
         settings = self.ctx.settings
-        minutes = settings.poll_interval_minutes
-        common = {"max_instances": 1, "coalesce": True, "misfire_grace_time": 300}
-        self._scheduler.add_job(
-            self.poll,
-            IntervalTrigger(minutes=minutes, jitter=min(300, minutes * 6)),
-            id="poll",
-            next_run_time=self.ctx.clock.now(),
-            **common,
-        )
-        self._scheduler.add_job(
-            self.deliver, IntervalTrigger(seconds=settings.deliver_interval_seconds), id="deliver", **common
-        )
-        # digest_hour is an hour of UTC: the top of a UTC hour, not of the host's (UTC+5:30 would post at :30).
-        self._scheduler.add_job(self.digests, CronTrigger(minute=0, timezone="UTC"), id="digests", **common)
-        # The learned scorer learns from the history as it grows: daily, and at once when there is no model yet.
-        scorer = self.ctx.services.topics.scorer
-        soon = {"next_run_time": self.ctx.clock.now() + timedelta(minutes=5)}  # (None would pause the job)
-        self._scheduler.add_job(
-            self.retrain,
-            CronTrigger(hour=RETRAIN_HOUR, minute=30, timezone="UTC"),
-            id="retrain",
-            max_instances=1,
-            coalesce=True,
-            misfire_grace_time=6 * 3600,
-            **(soon if scorer is not None and scorer.needs_training else {}),
-        )
+        if self.polls:
+            minutes = settings.poll_interval_minutes
+            self._scheduler.add_job(
+                self.poll,
+                IntervalTrigger(minutes=minutes, jitter=min(300, minutes * 6)),
+                id="poll",
+                next_run_time=self.ctx.clock.now(),
+                **self._common,
+            )
+            # The learned scorer learns from the history as it grows: daily, and at once when there is no model.
+            scorer = self.ctx.services.topics.scorer
+            soon = {
+                "next_run_time": self.ctx.clock.now() + timedelta(minutes=5)
+            }  # (None would pause the job)
+            self._scheduler.add_job(
+                self.retrain,
+                CronTrigger(hour=RETRAIN_HOUR, minute=30, timezone="UTC"),
+                id="retrain",
+                max_instances=1,
+                coalesce=True,
+                misfire_grace_time=6 * 3600,
+                **(soon if scorer is not None and scorer.needs_training else {}),
+            )
+        if self.worker is not None:
+            self._scheduler.add_job(
+                self.deliver,
+                IntervalTrigger(seconds=settings.deliver_interval_seconds),
+                id="deliver",
+                **self._common,
+            )
+            # digest_hour is an hour of UTC: the top of a UTC hour, not of the host's (UTC+5:30 would post at :30).
+            self._scheduler.add_job(
+                self.digests, CronTrigger(minute=0, timezone="UTC"), id="digests", **self._common
+            )
         self._scheduler.start()
+
+    async def _leading(self) -> bool:
+        """Whether this process holds the poll lock (taken now if free). While another process holds it, the
+        poll job asks again every few seconds instead of at the next interval: a poller takes over within
+        seconds of the holder's death (or of the database restart that ended its session)."""
+        if self._lock is None or await self._lock.try_acquire():
+            if self._waiting:
+                log.info("took the poll lock: this process polls now")
+                self._waiting = False
+            return True
+        if not self._waiting:
+            log.info(WAITING)
+            self._waiting = True
+        soon = self.ctx.clock.now() + timedelta(seconds=LOCK_RETRY_SECONDS)
+        with contextlib.suppress(JobLookupError):  # (a test calling the job itself registers none)
+            self._scheduler.modify_job("poll", next_run_time=soon)
+        return False
 
     async def poll(self) -> None:
         async with self._polling:
+            if not await self._leading():
+                return
             ingestor = self.ctx.ingestor()
             try:
                 require_contact(self.ctx.settings)
@@ -79,9 +119,12 @@ class Scheduler:
             announcements = self.ctx.announcements()
             if announcements is not None:
                 log.info("%s", (await announcements.run_once()).summary())
-        await self.deliver()
+        if self.worker is not None:
+            await self.deliver()
 
     async def deliver(self) -> None:
+        if self.worker is None:
+            return
         async with self._posting:
             if not self._recovered:
                 recovered = await self.worker.recover_in_flight()
@@ -94,19 +137,25 @@ class Scheduler:
 
     async def retrain(self) -> None:
         """Train every topic's scorer on the history (in a worker thread) and renew their suggestions."""
+        if self._lock is not None and not await self._lock.try_acquire():
+            return  # the poller that holds the lock retrains
         held = await self.ctx.services.topics.retrain()
         log.info("scorer retrained: %d topics hold suggestions", sum(1 for n in held.values() if n))
 
     async def digests(self) -> None:
+        if self.worker is None:
+            return
         async with self._posting:
             await self.worker.deliver_digests(self.ctx.clock.now().hour)
 
     async def stop(self) -> None:
         """Stop scheduling; the post in flight finishes, everything else stays queued for the next start. A poll
         in progress is cancelled: its current page's transaction rolls back, and the next start walks it again."""
-        self.worker.stopping = True
-        if not self._scheduler.running:
-            return
-        self._scheduler.pause()  # no new runs; shutting down now would cancel a post mid-flight
-        async with self._posting:
-            self._scheduler.shutdown(wait=False)
+        if self.worker is not None:
+            self.worker.stopping = True
+        if self._scheduler.running:
+            self._scheduler.pause()  # no new runs; shutting down now would cancel a post mid-flight
+            async with self._posting:
+                self._scheduler.shutdown(wait=False)
+        if self._lock is not None:
+            await self._lock.release()

@@ -294,6 +294,18 @@ class DeliveryRepository(Protocol):
         """A server's rows per status (statuses without rows left out)."""
 
 
+class ProcessLock(Protocol):
+    """A lock one process of a deployment holds at a time (the poller's): held for as long as the holder lives,
+    freed when it dies, whatever the cause."""
+
+    async def try_acquire(self) -> bool:
+        """True when this process holds the lock: taken now if free, or still held (checked, so a lock lost
+        with a database restart is taken again when free). False while another process holds it."""
+
+    async def release(self) -> None:
+        """Free the lock, if held."""
+
+
 class Store(Protocol):
     """The database: one repository per family of records, and transactions across them.
 
@@ -331,6 +343,10 @@ class Store(Protocol):
 
     @property
     def similar(self) -> SimilarRepository: ...
+
+    def process_lock(self, name: str) -> ProcessLock:
+        """The deployment-wide lock of this name (e.g. "poll": exactly one poller runs)."""
+        ...
 
     def transaction(self) -> AbstractAsyncContextManager[object]:
         """One write transaction across repositories (e.g. papers and the deliveries they cause): committed

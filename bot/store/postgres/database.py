@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import hashlib
 import logging
 import re
 from collections.abc import AsyncIterator, Sequence
@@ -176,6 +177,52 @@ class Database:
             return
         async with self.transaction() as conn:
             await conn.executemany(numbered(sql), rows)
+
+
+class AdvisoryLock:
+    """A session-level advisory lock (`pg_try_advisory_lock`) on a connection of its own, outside the pool:
+    PostgreSQL frees it when that session ends (the holder died, or the server restarted), and another process
+    takes it. A holder checks its session before relying on it, and takes the lock again once it is free."""
+
+    def __init__(self, url: str, name: str) -> None:
+        self.url = url
+        self.name = name
+        self.key = int.from_bytes(
+            hashlib.blake2b(f"paperwatch:{name}".encode(), digest_size=8).digest(), "big", signed=True
+        )
+        self._conn: asyncpg.Connection | None = None
+
+    async def try_acquire(self) -> bool:
+        if self._conn is not None:
+            try:
+                await self._conn.fetchval("SELECT 1", timeout=10)
+                return True
+            except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError):
+                log.warning(
+                    "the database session holding the %s lock ended; taking the lock again", self.name
+                )
+                self._conn.terminate()
+                self._conn = None
+        try:
+            conn = await asyncpg.connect(self.url, timeout=10)
+        except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError):
+            return False  # the server is away (restarting): tried again later
+        try:
+            if await conn.fetchval("SELECT pg_try_advisory_lock($1)", self.key, timeout=10):
+                self._conn = conn
+                return True
+        except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError):
+            pass
+        conn.terminate()
+        return False
+
+    async def release(self) -> None:
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            try:
+                await conn.close(timeout=5)  # the session ends: the lock is free
+            except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError):
+                conn.terminate()
 
 
 def changed(status: str) -> int:

@@ -1,0 +1,101 @@
+"""Deliver processes (`python -m bot` with ROLES=deliver) sharing one PostgreSQL outbox against the loopback Discord:
+each (channel, paper) is posted exactly once, also when the process holding channels is killed with SIGKILL
+mid-batch (its leases run out and the others take its channels over, checking what it left 'sending'); none of
+them opens the gateway."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import asyncpg
+
+from bot.clock import SystemClock
+from bot.models import Paper, Wanted
+from bot.store import open_store
+from tests.cli.process import run_cli
+from tests.e2e.bot_processes import BotProcess, eventually
+from tests.e2e.helpers import embed_urls
+from tests.factories import make_paper
+from tests.fakes.checked_discord import FakeDiscord
+
+CHANNELS, PAPERS = 5, 8
+
+
+async def fill_outbox(url: str, channels: list[int], guild_id: int) -> list[Paper]:
+    now = datetime.now(UTC)
+    papers = [make_paper(i, published=now - timedelta(minutes=30 - i)) for i in range(PAPERS)]
+    async with await open_store(url, SystemClock()) as store:
+        await store.papers.upsert(papers, seen_at=now)
+        topic = await store.topics.create(guild_id=guild_id, name="T", description="", query="ti:x", at=now)
+        wanted = [Wanted(guild_id, c, p.arxiv_id, "each", topic.id) for c in channels for p in papers]
+        await store.deliveries.enqueue(wanted, now)
+    return papers
+
+
+def deliver_env(discord: FakeDiscord, url: str) -> dict[str, str]:
+    return {
+        "ROLES": "deliver",
+        "DISCORD_TOKEN": discord.token,
+        "DISCORD_API_BASE": discord.api_base,
+        "DISCORD_GATEWAY_URL": discord.gateway_url,
+        "DATABASE_URL": url,
+        "POSTS_PER_CHANNEL_PER_CYCLE": "50",
+        "DELIVER_INTERVAL_SECONDS": "5",
+        "DELIVERY_LEASE_SECONDS": "3",
+        "LOG_LEVEL": "INFO",
+    }
+
+
+async def test_deliver_processes_post_each_paper_once_even_when_one_is_killed_holding_channels(
+    tmp_path: Path, discord: FakeDiscord, postgres_url: str
+) -> None:
+    guild = discord.add_guild("Lab")
+    channels = [discord.add_text_channel(guild, f"papers-{i}").id for i in range(CHANNELS)]
+    papers = await fill_outbox(postgres_url, channels, guild.id)
+    discord.set_rate_limit(per_channel=(2, 1.0), global_per_second=None)  # a channel's batch takes seconds
+    workers = [
+        await BotProcess.start(deliver_env(discord, postgres_url), tmp_path / f"deliver-{i}.log")
+        for i in range(3)
+    ]
+    db = await asyncpg.connect(postgres_url)
+    try:
+        total = CHANNELS * PAPERS
+        posted = lambda: sum(len(discord.messages(c)) for c in channels)  # noqa: E731
+        await discord.wait_for(lambda: posted() >= 6, timeout=90)
+        holders = {
+            int(row[0].split(":")[1])
+            for row in await db.fetch("SELECT claimed_by FROM delivery_leases WHERE claimed_by <> ''")
+        }
+        victim = next(w for w in workers if w.pid in holders)
+        await victim.kill()  # mid-batch, holding channels
+        assert posted() < total, "the batch finished before the kill"
+
+        async def all_sent() -> bool:
+            return await db.fetchval("SELECT count(*) FROM deliveries WHERE status = 'sent'") == total
+
+        await eventually(all_sent, 120, lambda: "\n".join(w.text()[-2000:] for w in workers))
+    finally:
+        await db.close()
+        for worker in workers:
+            await worker.stop()
+    for channel in channels:
+        urls = embed_urls(discord.messages(channel))
+        assert Counter(urls) == Counter(p.abs_url for p in papers), (channel, urls)  # each once, none missing
+    assert discord.identify_count == 0  # no deliver process opened the gateway
+    assert discord.requests_to("PUT", "/applications/{id}/commands") == []  # nor synced commands
+    for worker in workers:
+        assert discord.token not in worker.text()
+        assert "Traceback" not in worker.text(), worker.text()[-3000:]
+    survivors = [w for w in workers if w is not victim]
+    assert all(w.proc.returncode in (0, -15) for w in survivors)
+
+
+async def test_an_unknown_role_stops_the_process_in_one_line(tmp_path: Path) -> None:
+    code, _out, err = await run_cli("run", env={"ROLES": "gateway,pol"}, cwd=tmp_path)
+    assert code == 2
+    assert err.strip().splitlines() == [
+        "paperwatch: invalid settings (see .env.example): ROLES: unknown role 'pol': name one or more of "
+        "gateway, poll, deliver, comma-separated"
+    ]
