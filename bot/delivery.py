@@ -256,7 +256,11 @@ class DeliveryWorker:
             console=self.console,
             limit=self.channel_concurrency,
         )
-        await asyncio.gather(*(one_channel(c) for c in channels))
+        # Every channel's task ends before the round does (a failure in one, e.g. the database going away,
+        # must not leave the others posting into the next round); then the first failure is raised.
+        for outcome in await asyncio.gather(*(one_channel(c) for c in channels), return_exceptions=True):
+            if isinstance(outcome, BaseException):
+                raise outcome
         return report
 
     async def _deliver_channel(self, channel_id: int, report: DeliveryReport) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import AsyncIterator
 from datetime import timedelta
 
 from apscheduler.jobstores.base import JobLookupError
@@ -21,7 +22,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 from bot.config import require_contact
 from bot.context import AppContext
 from bot.delivery import DeliveryWorker
-from bot.errors import ConfigError
+from bot.errors import ConfigError, Unreachable
 
 log = logging.getLogger(__name__)
 RETRAIN_HOUR = 4  # UTC, after the night's announcements are stored
@@ -70,6 +71,11 @@ class Scheduler:
                 misfire_grace_time=6 * 3600,
                 **(soon if scorer is not None and scorer.needs_training else {}),
             )
+            # The lock is checked every few seconds: a waiting poller takes over within seconds of the holder's
+            # death, and a holder whose session ended with a database restart takes the lock again.
+            self._scheduler.add_job(
+                self.watch_lock, IntervalTrigger(seconds=LOCK_RETRY_SECONDS), id="poll lock", **self._common
+            )
         if self.worker is not None:
             self._scheduler.add_job(
                 self.deliver,
@@ -84,9 +90,7 @@ class Scheduler:
         self._scheduler.start()
 
     async def _leading(self) -> bool:
-        """Whether this process holds the poll lock (taken now if free). While another process holds it, the
-        poll job asks again every few seconds instead of at the next interval: a poller takes over within
-        seconds of the holder's death (or of the database restart that ended its session)."""
+        """Whether this process holds the poll lock (taken now if free; logged when that changes)."""
         if self._lock is None or await self._lock.try_acquire():
             if self._waiting:
                 log.info("took the poll lock: this process polls now")
@@ -95,12 +99,31 @@ class Scheduler:
         if not self._waiting:
             log.info(WAITING)
             self._waiting = True
-        soon = self.ctx.clock.now() + timedelta(seconds=LOCK_RETRY_SECONDS)
-        with contextlib.suppress(JobLookupError):  # (a test calling the job itself registers none)
-            self._scheduler.modify_job("poll", next_run_time=soon)
         return False
 
+    async def watch_lock(self) -> None:
+        """Every few seconds: a poller that just took the lock polls at once rather than at its next interval."""
+        waited = self._waiting
+        if await self._leading() and waited:
+            with contextlib.suppress(JobLookupError):  # (a test calling the job itself registers none)
+                self._scheduler.modify_job("poll", next_run_time=self.ctx.clock.now())
+
     async def poll(self) -> None:
+        async with self._database_away("poll"):
+            await self._poll()
+        if self.worker is not None:
+            await self.deliver()
+
+    @contextlib.asynccontextmanager
+    async def _database_away(self, job: str) -> AsyncIterator[None]:
+        """The database went away (restarting): one line, and the job runs again at its next round; the
+        store kept nothing half-done (transactions roll back; a post left 'sending' is checked later)."""
+        try:
+            yield
+        except Unreachable as exc:
+            log.warning("%s not finished: %s", job, exc)
+
+    async def _poll(self) -> None:
         async with self._polling:
             if not await self._leading():
                 return
@@ -119,13 +142,11 @@ class Scheduler:
             announcements = self.ctx.announcements()
             if announcements is not None:
                 log.info("%s", (await announcements.run_once()).summary())
-        if self.worker is not None:
-            await self.deliver()
 
     async def deliver(self) -> None:
         if self.worker is None:
             return
-        async with self._posting:
+        async with self._posting, self._database_away("delivery"):
             if not self._recovered:
                 recovered = await self.worker.recover_in_flight()
                 self._recovered = True
@@ -139,13 +160,14 @@ class Scheduler:
         """Train every topic's scorer on the history (in a worker thread) and renew their suggestions."""
         if self._lock is not None and not await self._lock.try_acquire():
             return  # the poller that holds the lock retrains
-        held = await self.ctx.services.topics.retrain()
-        log.info("scorer retrained: %d topics hold suggestions", sum(1 for n in held.values() if n))
+        async with self._database_away("retraining"):
+            held = await self.ctx.services.topics.retrain()
+            log.info("scorer retrained: %d topics hold suggestions", sum(1 for n in held.values() if n))
 
     async def digests(self) -> None:
         if self.worker is None:
             return
-        async with self._posting:
+        async with self._posting, self._database_away("digests"):
             await self.worker.deliver_digests(self.ctx.clock.now().hour)
 
     async def stop(self) -> None:

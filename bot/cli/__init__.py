@@ -51,6 +51,9 @@ def configure_logging(level: str) -> None:
     )
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(max(logging.WARNING, logging.getLogger().level))
+    # While PostgreSQL restarts, asyncpg's pool warns with a traceback on each reconnection it tries; the store
+    # says it in one line per interrupted job (bot/store/postgres/database.py).
+    logging.getLogger("asyncpg.pool").setLevel(max(logging.ERROR, logging.getLogger().level))
 
 
 def dispatch(args: argparse.Namespace, clock: Clock | None) -> int:

@@ -99,3 +99,20 @@ async def test_an_unknown_role_stops_the_process_in_one_line(tmp_path: Path) -> 
         "paperwatch: invalid settings (see .env.example): ROLES: unknown role 'pol': name one or more of "
         "gateway, poll, deliver, comma-separated"
     ]
+
+
+async def test_a_wrong_database_url_stops_each_role_with_one_line_naming_host_and_database(
+    tmp_path: Path, discord: FakeDiscord, postgres_url: str
+) -> None:
+    # The cluster's port, a database that does not exist, a password that must never be shown.
+    wrong = postgres_url.replace("postgres@", "postgres:s3cret-Pa55@").rsplit("/", 1)[0] + "/nowhere"
+    port = wrong.rsplit(":", 1)[1].split("/")[0]
+    for roles in ("poll", "deliver", "gateway,poll,deliver"):
+        env = {**deliver_env(discord, wrong), "ROLES": roles, "LOG_LEVEL": "WARNING"}
+        code, out, err = await run_cli("run", env=env, cwd=tmp_path)
+        assert code == 3, (roles, err)
+        assert len(err.strip().splitlines()) == 1, (roles, err)
+        assert err.startswith(
+            f"paperwatch: could not open the PostgreSQL database 'nowhere' on 127.0.0.1:{port}"
+        )
+        assert "s3cret-Pa55" not in out + err and "Traceback" not in err
