@@ -167,6 +167,19 @@ class PaperBot(commands.Bot):
         self._closed.set()
 
 
+class ShardedPaperBot(PaperBot, commands.AutoShardedBot):
+    """The bot over the shards SHARD_IDS of SHARD_COUNT (discord.py's AutoShardedBot): one gateway connection
+    per shard; Discord sends each server's events to the shard holding it, (server id >> 22) % SHARD_COUNT."""
+
+
+def build_bot(settings: Settings) -> PaperBot:
+    """The bot the settings ask for: sharded when SHARD_COUNT is set."""
+    if settings.shard_count is None:
+        return PaperBot(settings)
+    ids = list(settings.shard_ids) or list(range(settings.shard_count))
+    return ShardedPaperBot(settings, shard_count=settings.shard_count, shard_ids=ids)
+
+
 def discord_api_base() -> str:
     return without_credentials(str(discord.http.Route.BASE))
 
@@ -178,7 +191,7 @@ def run_bot(settings: Settings, token: str) -> int:
 
     async def main() -> None:
         nonlocal bot
-        bot = current = PaperBot(settings)
+        bot = current = build_bot(settings)
         loop = asyncio.get_running_loop()
         stopping: list[asyncio.Task[None]] = []
         for sig in (signal.SIGINT, signal.SIGTERM):

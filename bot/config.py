@@ -85,6 +85,8 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = None
     roles: Annotated[tuple[str, ...], NoDecode] = ROLES
     delivery_lease_seconds: int = Field(60, ge=2, le=3600)  # how long a deliver worker holds a channel
+    shard_count: int | None = Field(None, ge=1, le=10000)  # the gateway's shards across every process
+    shard_ids: Annotated[tuple[int, ...], NoDecode] = ()  # the shards this process runs (empty: all of them)
 
     _env_file_read: Path | None = PrivateAttr(None)
 
@@ -115,6 +117,28 @@ class Settings(BaseSettings):
             named = f"unknown role {', '.join(map(repr, unknown))}: " if unknown else ""
             raise ValueError(f"{named}name one or more of {', '.join(ROLES)}, comma-separated")
         return tuple(r for r in ROLES if r in value)  # in the one order, once each
+
+    @field_validator("shard_ids", mode="before")
+    @classmethod
+    def _split_shard_ids(cls, value: object) -> object:
+        if isinstance(value, str):
+            parts = [part.strip() for part in value.split(",") if part.strip()]
+            if not all(part.isdigit() for part in parts):
+                raise ValueError("give shard numbers, comma-separated, e.g. 0,1")
+            value = tuple(int(part) for part in parts)
+        return value
+
+    @model_validator(mode="after")
+    def _shards_within_count(self) -> Settings:
+        if self.shard_ids and self.shard_count is None:
+            raise ValueError("SHARD_IDS needs SHARD_COUNT, the number of shards across every process")
+        outside = [i for i in self.shard_ids if self.shard_count is not None and i >= self.shard_count]
+        if outside:
+            raise ValueError(
+                f"SHARD_IDS {', '.join(map(str, outside))} not below SHARD_COUNT={self.shard_count} "
+                "(shards are numbered from 0)"
+            )
+        return self
 
     @field_validator("database_url")
     @classmethod
