@@ -9,9 +9,16 @@ import signal
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from bot.clock import SystemClock
+from bot.loopback.arxiv import LoopbackArxiv
+from bot.loopback.discord import LoopbackDiscord
+from bot.models import Paper, Wanted
+from bot.store import open_store
 from tests.cli.process import clean_env
+from tests.factories import make_paper
 
 
 class BotProcess:
@@ -70,3 +77,43 @@ async def eventually(
         if time.monotonic() > deadline:
             raise AssertionError(f"not within {timeout} s: {explain()}")
         await asyncio.sleep(0.1)
+
+
+CHANNELS, PAPERS = 5, 8
+
+
+async def fill_outbox(url: str, channels: list[int], guild_id: int) -> list[Paper]:
+    now = datetime.now(UTC)
+    papers = [make_paper(i, published=now - timedelta(minutes=30 - i)) for i in range(PAPERS)]
+    async with await open_store(url, SystemClock()) as store:
+        await store.papers.upsert(papers, seen_at=now)
+        topic = await store.topics.create(guild_id=guild_id, name="T", description="", query="ti:x", at=now)
+        wanted = [Wanted(guild_id, c, p.arxiv_id, "each", topic.id) for c in channels for p in papers]
+        await store.deliveries.enqueue(wanted, now)
+    return papers
+
+
+def deliver_env(discord: LoopbackDiscord, url: str) -> dict[str, str]:
+    return {
+        "ROLES": "deliver",
+        "DISCORD_TOKEN": discord.token,
+        "DISCORD_API_BASE": discord.api_base,
+        "DISCORD_GATEWAY_URL": discord.gateway_url,
+        "DATABASE_URL": url,
+        "POSTS_PER_CHANNEL_PER_CYCLE": "50",
+        "DELIVER_INTERVAL_SECONDS": "5",
+        "DELIVERY_LEASE_SECONDS": "3",
+        "LOG_LEVEL": "INFO",
+    }
+
+
+def poll_env(arxiv: LoopbackArxiv, url: str) -> dict[str, str]:
+    return {
+        "ROLES": "poll",
+        "DATABASE_URL": url,
+        "ARXIV_API_URL": arxiv.url,
+        "ARXIV_RSS_URL": "off",
+        "ARXIV_MIN_INTERVAL_SECONDS": "0",
+        "ARXIV_CATEGORIES": "cs.LG",
+        "LOG_LEVEL": "INFO",
+    }

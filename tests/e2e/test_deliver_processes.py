@@ -6,46 +6,14 @@ them opens the gateway."""
 from __future__ import annotations
 
 from collections import Counter
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import asyncpg
 
-from bot.clock import SystemClock
-from bot.models import Paper, Wanted
-from bot.store import open_store
 from tests.cli.process import run_cli
-from tests.e2e.bot_processes import BotProcess, eventually
+from tests.e2e.bot_processes import CHANNELS, PAPERS, BotProcess, deliver_env, eventually, fill_outbox
 from tests.e2e.helpers import embed_urls
-from tests.factories import make_paper
 from tests.fakes.checked_discord import FakeDiscord
-
-CHANNELS, PAPERS = 5, 8
-
-
-async def fill_outbox(url: str, channels: list[int], guild_id: int) -> list[Paper]:
-    now = datetime.now(UTC)
-    papers = [make_paper(i, published=now - timedelta(minutes=30 - i)) for i in range(PAPERS)]
-    async with await open_store(url, SystemClock()) as store:
-        await store.papers.upsert(papers, seen_at=now)
-        topic = await store.topics.create(guild_id=guild_id, name="T", description="", query="ti:x", at=now)
-        wanted = [Wanted(guild_id, c, p.arxiv_id, "each", topic.id) for c in channels for p in papers]
-        await store.deliveries.enqueue(wanted, now)
-    return papers
-
-
-def deliver_env(discord: FakeDiscord, url: str) -> dict[str, str]:
-    return {
-        "ROLES": "deliver",
-        "DISCORD_TOKEN": discord.token,
-        "DISCORD_API_BASE": discord.api_base,
-        "DISCORD_GATEWAY_URL": discord.gateway_url,
-        "DATABASE_URL": url,
-        "POSTS_PER_CHANNEL_PER_CYCLE": "50",
-        "DELIVER_INTERVAL_SECONDS": "5",
-        "DELIVERY_LEASE_SECONDS": "3",
-        "LOG_LEVEL": "INFO",
-    }
 
 
 async def test_deliver_processes_post_each_paper_once_even_when_one_is_killed_holding_channels(

@@ -10,22 +10,10 @@ from bot.clock import SystemClock
 from bot.loopback.arxiv import LoopbackArxiv
 from bot.scheduler import WAITING
 from bot.store import open_store
-from tests.e2e.bot_processes import BotProcess, eventually
+from tests.e2e.bot_processes import BotProcess, eventually, poll_env
 from tests.factories import make_paper
 
 POLLED = r"papers fetched in \d+ pages"
-
-
-def poll_env(arxiv: LoopbackArxiv, url: str) -> dict[str, str]:
-    return {
-        "ROLES": "poll",
-        "DATABASE_URL": url,
-        "ARXIV_API_URL": arxiv.url,
-        "ARXIV_RSS_URL": "off",
-        "ARXIV_MIN_INTERVAL_SECONDS": "0",
-        "ARXIV_CATEGORIES": "cs.LG",
-        "LOG_LEVEL": "INFO",
-    }
 
 
 async def stored(url: str, arxiv_id: str) -> bool:

@@ -10,10 +10,16 @@ from pathlib import Path
 import asyncpg
 
 from bot.loopback.arxiv import LoopbackArxiv
-from tests.e2e.bot_processes import BotProcess, eventually
+from tests.e2e.bot_processes import (
+    CHANNELS,
+    PAPERS,
+    BotProcess,
+    deliver_env,
+    eventually,
+    fill_outbox,
+    poll_env,
+)
 from tests.e2e.helpers import embed_urls
-from tests.e2e.test_deliver_processes import CHANNELS, PAPERS, deliver_env, fill_outbox
-from tests.e2e.test_pollers import poll_env
 from tests.fakes.checked_discord import FakeDiscord
 from tests.store.postgres_cluster import Cluster
 
