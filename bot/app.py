@@ -77,6 +77,7 @@ class PaperBot(commands.Bot):
         self.scheduler: Scheduler | None = None
         self.history_task: asyncio.Task[int] | None = None  # catalog history matched after start, in chunks
         self.logged_in = False  # Discord answered the login: later errors are not about reaching it
+        self._closed = asyncio.Event()
 
     @property
     def ctx(self) -> AppContext:
@@ -95,9 +96,13 @@ class PaperBot(commands.Bot):
             raise RuntimeError("the bot is not set up yet")
         return self._worker
 
+    @property
+    def roles(self) -> tuple[str, ...]:
+        return self.settings.roles
+
     async def setup_hook(self) -> None:
         self.logged_in = True
-        log.info("database %s", self.settings.database_shown)
+        log.info("database %s; roles %s", self.settings.database_shown, ",".join(self.roles))
         # The history of new or changed catalog topics is matched in the background: at 1M papers it took 10 s,
         # during which the bot did not even connect to Discord.
         self._ctx = await self._resources.enter_async_context(
@@ -106,19 +111,27 @@ class PaperBot(commands.Bot):
             )
         )
         poster = DiscordPoster(self, abstract_chars=self.settings.abstract_chars)
-        self._worker = self.ctx.delivery_worker(poster, per_channel=self.settings.posts_per_channel_per_cycle)
-        self.tree.error(on_app_command_error)
-        for name in COGS:
-            await self.load_extension(name)
+        self._worker = self.ctx.delivery_worker(
+            poster,
+            per_channel=self.settings.posts_per_channel_per_cycle,
+            lease_seconds=self.settings.delivery_lease_seconds,
+        )
+        if "gateway" in self.roles:
+            self.tree.error(on_app_command_error)
+            for name in COGS:
+                await self.load_extension(name)
         if self.schedule:
-            self.scheduler = Scheduler(self.ctx, self.worker)
+            worker = self.worker if "deliver" in self.roles else None
+            self.scheduler = Scheduler(self.ctx, worker, poll="poll" in self.roles)
             self.scheduler.start()
-        if self.settings.dev_guild_id:
-            guild = discord.Object(self.settings.dev_guild_id)
-            self.tree.copy_global_to(guild=guild)
-            await self.tree.sync(guild=guild)
-        await self.tree.sync()
-        self.history_task = asyncio.create_task(self._match_history(), name="catalog history")
+        if "gateway" in self.roles:
+            if self.settings.dev_guild_id:
+                guild = discord.Object(self.settings.dev_guild_id)
+                self.tree.copy_global_to(guild=guild)
+                await self.tree.sync(guild=guild)
+            await self.tree.sync()
+        if "poll" in self.roles:  # the history's matches are written once, by a process that polls
+            self.history_task = asyncio.create_task(self._match_history(), name="catalog history")
         # Everything built so far (discord.py, the catalog, the topic index) lives as long as the bot: moved out
         # of the collector's sight, so a full collection no longer rescans it. Such passes held the event loop
         # for 100-270 ms during a backfill (bench/bench_load.py).
@@ -132,6 +145,10 @@ class PaperBot(commands.Bot):
             raise
         log.info("catalog history matched: %d matches added", added)
         return added
+
+    async def wait_until_closed(self) -> None:
+        """Until close(): a process without the gateway role has no connection whose end would say so."""
+        await self._closed.wait()
 
     async def on_ready(self) -> None:
         log.info("logged in as %s in %d servers", self.user, len(self.guilds))
@@ -147,6 +164,20 @@ class PaperBot(commands.Bot):
             self._worker.stopping = True
         await super().close()
         await self._resources.aclose()
+        self._closed.set()
+
+
+class ShardedPaperBot(PaperBot, commands.AutoShardedBot):
+    """The bot over the shards SHARD_IDS of SHARD_COUNT (discord.py's AutoShardedBot): one gateway connection
+    per shard; Discord sends each server's events to the shard holding it, (server id >> 22) % SHARD_COUNT."""
+
+
+def build_bot(settings: Settings) -> PaperBot:
+    """The bot the settings ask for: sharded when SHARD_COUNT is set."""
+    if settings.shard_count is None:
+        return PaperBot(settings)
+    ids = list(settings.shard_ids) or list(range(settings.shard_count))
+    return ShardedPaperBot(settings, shard_count=settings.shard_count, shard_ids=ids)
 
 
 def discord_api_base() -> str:
@@ -160,13 +191,17 @@ def run_bot(settings: Settings, token: str) -> int:
 
     async def main() -> None:
         nonlocal bot
-        bot = current = PaperBot(settings)
+        bot = current = build_bot(settings)
         loop = asyncio.get_running_loop()
         stopping: list[asyncio.Task[None]] = []
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, lambda: stopping.append(asyncio.create_task(current.close())))
         async with current:
-            await current.start(token)  # the token is never logged
+            if "gateway" in settings.roles:
+                await current.start(token)  # the token is never logged
+            else:  # deliver (and poll) only: Discord's REST API, never a gateway connection
+                await current.login(token)
+                await current.wait_until_closed()
         await asyncio.gather(*stopping)
 
     try:

@@ -39,6 +39,8 @@ DEFAULT_DATABASE = Path("data/paperwatch.sqlite3")
 _PLACEHOLDER_CONTACT = "paperwatch-bot@users.noreply.github.com"
 _NO_MAIL_DOMAINS = ("example.com", "example.net", "example.org", "users.noreply.github.com")
 _NO_MAIL_SUFFIXES = (".example", ".invalid", ".test", ".localhost", ".local")
+ROLES = ("gateway", "poll", "deliver")  # what a process does (ROLES); see README "Running at scale"
+
 _EMAIL = re.compile(r"^[^@\s<>()\[\],;:\"]+@([A-Za-z0-9\-]+(\.[A-Za-z0-9\-]+)+)$")
 
 
@@ -81,6 +83,10 @@ class Settings(BaseSettings):
     llm_base_url: str = ""  # an OpenAI-compatible API's base, e.g. http://127.0.0.1:11434/v1; empty: none
     llm_model: str = ""
     llm_api_key: SecretStr | None = None
+    roles: Annotated[tuple[str, ...], NoDecode] = ROLES
+    delivery_lease_seconds: int = Field(60, ge=2, le=3600)  # how long a deliver worker holds a channel
+    shard_count: int | None = Field(None, ge=1, le=10000)  # the gateway's shards across every process
+    shard_ids: Annotated[tuple[int, ...], NoDecode] = ()  # the shards this process runs (empty: all of them)
 
     _env_file_read: Path | None = PrivateAttr(None)
 
@@ -95,6 +101,44 @@ class Settings(BaseSettings):
     @classmethod
     def _check_categories(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         return check_categories(value)
+
+    @field_validator("roles", mode="before")
+    @classmethod
+    def _split_roles(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = tuple(part.strip().lower() for part in value.split(",") if part.strip())
+        return value
+
+    @field_validator("roles")
+    @classmethod
+    def _check_roles(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = [r for r in value if r not in ROLES]
+        if unknown or not value:
+            named = f"unknown role {', '.join(map(repr, unknown))}: " if unknown else ""
+            raise ValueError(f"{named}name one or more of {', '.join(ROLES)}, comma-separated")
+        return tuple(r for r in ROLES if r in value)  # in the one order, once each
+
+    @field_validator("shard_ids", mode="before")
+    @classmethod
+    def _split_shard_ids(cls, value: object) -> object:
+        if isinstance(value, str):
+            parts = [part.strip() for part in value.split(",") if part.strip()]
+            if not all(part.isdigit() for part in parts):
+                raise ValueError("give shard numbers, comma-separated, e.g. 0,1")
+            value = tuple(int(part) for part in parts)
+        return value
+
+    @model_validator(mode="after")
+    def _shards_within_count(self) -> Settings:
+        if self.shard_ids and self.shard_count is None:
+            raise ValueError("SHARD_IDS needs SHARD_COUNT, the number of shards across every process")
+        outside = [i for i in self.shard_ids if self.shard_count is not None and i >= self.shard_count]
+        if outside:
+            raise ValueError(
+                f"SHARD_IDS {', '.join(map(str, outside))} not below SHARD_COUNT={self.shard_count} "
+                "(shards are numbered from 0)"
+            )
+        return self
 
     @field_validator("database_url")
     @classmethod

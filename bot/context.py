@@ -31,6 +31,7 @@ from bot.sources.feeds import FeedReader
 from bot.sources.polite_http import PoliteHttp, build_http_client
 from bot.sources.rss_source import ArxivRssSource
 from bot.store import Store, open_store
+from bot.store.protocol import ProcessLock
 from bot.topics.catalog import CatalogTopic, load_catalog
 from bot.topics.index import TopicIndex
 from bot.topics.relevance import DEFAULT_LABELS
@@ -91,6 +92,10 @@ class AppContext:
             categories=categories or self.settings.arxiv_categories,
             progress=progress,
         )
+
+    def process_lock(self, name: str) -> ProcessLock:
+        """The deployment-wide lock of this name (the poller's: one process polls at a time)."""
+        return self._store.process_lock(name)
 
     def delivery_worker(self, poster: Poster, **options: Any) -> DeliveryWorker:
         """The outbox worker posting through `poster` (options: see DeliveryWorker)."""

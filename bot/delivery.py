@@ -3,7 +3,12 @@
 Every row is marked 'sending' before its post and 'sent' after, and every post carries a nonce derived from
 (channel, paper): Discord answers a repeated nonce with the message it already made, so a retry cannot
 double-post. A row still 'sending' after a crash is checked against the channel's recent messages before it is
-sent again. Rate limits and server errors are retried later with backoff; a channel Discord refuses (deleted,
+sent again.
+
+Any number of workers, in any number of processes, share the outbox by channel: a worker claims a channel's lease
+(the store's `claim_channels`), renews it before each post and frees it when the channel is done, so a channel's
+order and its rate limit stay in one worker. A worker killed while holding channels frees them when their lease
+expires; the worker that claims one next first checks its rows left 'sending', as after a crash. Rate limits and server errors are retried later with backoff; a channel Discord refuses (deleted,
 access removed) marks its follows broken instead of being retried forever. A post Discord rejects (400) is
 tried again at once in a smaller form: a digest split in halves, a single paper as one line of text; only a
 paper whose line is rejected too is marked failed, so no paper is dropped for being too big.
@@ -15,6 +20,9 @@ import asyncio
 import enum
 import hashlib
 import logging
+import os
+import secrets
+import socket
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -167,6 +175,8 @@ class DeliveryWorker:
         digest_cards: int = 10,
         console: bool = False,
         channel_concurrency: int = 50,
+        lease_seconds: float = 60.0,
+        worker_id: str | None = None,
     ) -> None:
         self.store = store
         self.poster = poster
@@ -178,28 +188,49 @@ class DeliveryWorker:
         self.console = console  # serve the terminal's follows instead of Discord's
         self.channel_concurrency = channel_concurrency
         self.stopping = False  # set on shutdown: the post in flight finishes, the rest stays queued
+        self.lease = timedelta(seconds=lease_seconds)  # longer than any one post, retries included
+        # Unique across processes and restarts: a restarted process must not find its old leases its own.
+        self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+
+    async def _hold(self, channel_id: int) -> bool:
+        """Take or renew this worker's lease on a channel; False when another worker holds it."""
+        now = self.clock.now()
+        return await self.store.deliveries.hold(self.worker_id, channel_id, now, now + self.lease)
+
+    async def _release(self, channel_id: int) -> None:
+        await self.store.deliveries.release(self.worker_id, [channel_id])
 
     async def recover_in_flight(self) -> int:
-        """After a crash: rows left 'sending' are marked sent if the channel shows them, else queued again
-        (their nonce still protects against a post Discord made but we never heard of)."""
+        """After a crash: rows left 'sending' in channels no live worker holds are checked (see
+        _recover_channel). Returns how many rows were checked."""
         stuck = await self.store.deliveries.in_flight(console=self.console)
-        by_channel: dict[int, list[PendingDelivery]] = {}
-        for item in stuck:
-            by_channel.setdefault(item.channel_id, []).append(item)
         recovered = 0
-        for channel_id, items in by_channel.items():
-            try:
-                shown = await self.poster.already_posted(channel_id, [d.paper for d in items])
-            except (RetryLater, ChannelGone) as exc:
-                log.warning("could not check channel %d after a restart: %s", channel_id, exc)
-                shown = set()
-            done = [d.id for d in items if d.paper.arxiv_id in shown]
-            await self.store.deliveries.mark_sent(done, None, self.clock.now())
-            await self.store.deliveries.mark_retry(
-                [d.id for d in items if d.id not in done], self.clock.now(), "restart"
-            )
-            recovered += len(items)
+        for channel_id in sorted({d.channel_id for d in stuck}):
+            if await self._hold(channel_id):
+                try:
+                    recovered += await self._recover_channel(channel_id)
+                finally:
+                    await self._release(channel_id)
         return recovered
+
+    async def _recover_channel(self, channel_id: int) -> int:
+        """Rows of a channel this worker holds that are still 'sending' were left by a worker that stopped
+        (crashed, killed, lost its lease): marked sent if the channel shows them, else queued again (their
+        nonce still protects against a post Discord made but we never heard of)."""
+        items = await self.store.deliveries.in_flight(channel_id=channel_id)
+        if not items:
+            return 0
+        try:
+            shown = await self.poster.already_posted(channel_id, [d.paper for d in items])
+        except (RetryLater, ChannelGone) as exc:
+            log.warning("could not check channel %d after a restart: %s", channel_id, exc)
+            shown = set()
+        done = [d.id for d in items if d.paper.arxiv_id in shown]
+        await self.store.deliveries.mark_sent(done, None, self.clock.now())
+        await self.store.deliveries.mark_retry(
+            [d.id for d in items if d.id not in done], self.clock.now(), "restart"
+        )
+        return len(items)
 
     async def deliver_once(self) -> DeliveryReport:
         """One round: channels in parallel (Discord rate-limits each channel on its own), each channel's posts
@@ -208,12 +239,28 @@ class DeliveryWorker:
         gate = asyncio.Semaphore(self.channel_concurrency)
 
         async def one_channel(channel_id: int) -> None:
-            async with gate:
-                if not self.stopping:
-                    await self._deliver_channel(channel_id, report)
+            try:
+                async with gate:
+                    if not self.stopping:
+                        await self._recover_channel(channel_id)
+                        await self._deliver_channel(channel_id, report)
+            finally:
+                await self._release(channel_id)
 
-        channels = await self.store.deliveries.channels_due("each", self.clock.now(), console=self.console)
-        await asyncio.gather(*(one_channel(c) for c in channels))
+        now = self.clock.now()
+        channels = await self.store.deliveries.claim_channels(
+            self.worker_id,
+            "each",
+            now,
+            now + self.lease,
+            console=self.console,
+            limit=self.channel_concurrency,
+        )
+        # Every channel's task ends before the round does (a failure in one, e.g. the database going away,
+        # must not leave the others posting into the next round); then the first failure is raised.
+        for outcome in await asyncio.gather(*(one_channel(c) for c in channels), return_exceptions=True):
+            if isinstance(outcome, BaseException):
+                raise outcome
         return report
 
     async def _deliver_channel(self, channel_id: int, report: DeliveryReport) -> None:
@@ -238,14 +285,25 @@ class DeliveryWorker:
         """Post the collected papers of digest follows whose hour (UTC) it is, up to `digest_cards` a message."""
         report = DeliveryReport()
         for channel_id in await self.store.follows.digest_channels_due(hour):
-            items = await self.store.deliveries.for_channel(channel_id, mode="digest", now=self.clock.now())
-            for start in range(0, len(items), self.digest_cards):
-                if self.stopping:
-                    return report
-                chunk = items[start : start + self.digest_cards]
-                if not await self._post_digest(channel_id, chunk, report):
-                    break
+            if self.stopping:
+                break
+            if not await self._hold(channel_id):
+                continue  # another worker posts there now; the digest waits for it
+            try:
+                await self._recover_channel(channel_id)
+                await self._digest_channel(channel_id, report)
+            finally:
+                await self._release(channel_id)
         return report
+
+    async def _digest_channel(self, channel_id: int, report: DeliveryReport) -> None:
+        items = await self.store.deliveries.for_channel(channel_id, mode="digest", now=self.clock.now())
+        for start in range(0, len(items), self.digest_cards):
+            if self.stopping:
+                return
+            chunk = items[start : start + self.digest_cards]
+            if not await self._post_digest(channel_id, chunk, report):
+                return
 
     async def _post_digest(
         self, channel_id: int, chunk: Sequence[PendingDelivery], report: DeliveryReport
@@ -304,6 +362,9 @@ class DeliveryWorker:
     ) -> Outcome:
         ids = [d.id for d in items]
         channel_id = items[0].channel_id
+        if not await self._hold(channel_id):  # renewed before each post; lost, the channel is another's now
+            log.warning("channel %d: this worker's lease on it ran out; another worker has it", channel_id)
+            return Outcome.WAIT
         await self.store.deliveries.mark_sending(ids)
         now = self.clock.now()
         try:

@@ -31,14 +31,17 @@ class DiscordPoster:
     def __init__(self, client: discord.Client, *, abstract_chars: int = 700) -> None:
         self.client = client
         self.abstract_chars = abstract_chars
+        self._fetched: dict[int, object] = {}
 
     async def _channel(self, channel_id: int) -> discord.TextChannel | discord.ForumChannel | discord.Thread:
-        channel = self.client.get_channel(channel_id)
+        # Without the gateway (a deliver-only process) the client caches no channels: fetched once over REST.
+        channel = self.client.get_channel(channel_id) or self._fetched.get(channel_id)
         if channel is None:
             try:
                 channel = await self.client.fetch_channel(channel_id)
             except discord.HTTPException as exc:
                 raise _outcome(exc) from exc
+            self._fetched[channel_id] = channel
         if not isinstance(channel, discord.TextChannel | discord.ForumChannel | discord.Thread):
             raise ChannelGone(f"channel {channel_id} is not a text or forum channel")
         return channel

@@ -23,6 +23,8 @@ from bot.store import Store
 from tests.factories import make_paper
 from tests.fakes.poster import Crash, Post, RecordingPoster
 
+pytestmark = pytest.mark.both_back_ends  # the worker on the Store protocol: each back end in turn
+
 GUILD, CHANNEL, OTHER_CHANNEL = 1, 100, 200
 
 
@@ -369,3 +371,30 @@ def test_more_papers_text_groups_by_topic() -> None:
 
     text = more_papers_text([pending(("RL",)), pending(("RL", "RM")), pending(("Agents",))])
     assert text.splitlines() == ["+2 more RL papers - /latest RL", "+1 more Agents paper - /latest Agents"]
+
+
+async def test_a_killed_workers_channel_waits_for_its_lease_then_another_worker_takes_it_over(
+    store: Store, clock: FakeClock
+) -> None:
+    rl = await topic(store, clock, "RL")
+    await follow(store, clock, rl)
+    papers = [make_paper(i, published=clock.now() - timedelta(minutes=10 - i)) for i in range(3)]
+    await arrive(store, clock, papers, {p.arxiv_id: {rl} for p in papers})
+    # What a worker killed with SIGKILL leaves: its lease on the channel, and its first post made by Discord
+    # but still 'sending' in the outbox.
+    killed = RecordingPoster()
+    await killed.post_card(CHANNEL, papers[0], ["RL"], nonce_for(CHANNEL, papers[0].arxiv_id))
+    assert await store.deliveries.hold("killed", CHANNEL, clock.now(), clock.now() + timedelta(seconds=60))
+    [first, *_] = await store.deliveries.for_channel(CHANNEL, mode="each", now=clock.now())
+    await store.deliveries.mark_sending([first.id])
+
+    attempted: list[str] = []
+    other = RecordingPoster(posts=killed.posts, before=lambda post: attempted.extend(post.papers))
+    w = worker(store, other, clock, lease_seconds=60)
+    assert (await w.deliver_once()).sent == 0  # the channel is still the killed worker's
+    assert await w.recover_in_flight() == 0  # nor may its rows be checked while its lease holds
+    clock.advance(60)
+    assert (await w.deliver_once()).sent == 2
+    assert attempted == [p.arxiv_id for p in papers[1:]]  # the killed worker's post was found, not redone
+    assert other.cards(CHANNEL) == [p.arxiv_id for p in papers]
+    assert await store.deliveries.counts(GUILD) == {"sent": 3}

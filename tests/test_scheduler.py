@@ -25,7 +25,7 @@ from bot.config import Settings
 from bot.context import AppContext, open_context
 from bot.loopback.arxiv import LoopbackArxiv, rss_feed
 from bot.models import Paper
-from bot.scheduler import Scheduler
+from bot.scheduler import WAITING, Scheduler
 from tests.factories import make_paper
 from tests.fakes.poster import Crash, Post, RecordingPoster
 
@@ -104,7 +104,7 @@ async def test_start_registers_the_poll_at_once_then_on_its_interval_deliveries_
         scheduler.start()
         try:
             jobs = {job.id: job for job in scheduler._scheduler.get_jobs()}
-            assert set(jobs) == {"poll", "deliver", "digests", "retrain"}
+            assert set(jobs) == {"poll", "poll lock", "deliver", "digests", "retrain"}
             poll, deliver, digests = jobs["poll"], jobs["deliver"], jobs["digests"]
             assert poll.next_run_time == NOW  # the first poll runs at start, by the injected clock
             assert isinstance(poll.trigger, IntervalTrigger)
@@ -128,6 +128,42 @@ async def test_start_registers_the_poll_at_once_then_on_its_interval_deliveries_
             )
         finally:
             await scheduler.stop()
+
+
+async def test_a_process_schedules_only_the_work_of_its_roles(tmp_path: Path) -> None:
+    async with lab(tmp_path) as w:
+        poller = Scheduler(w.ctx, None, poll=True)  # ROLES=poll
+        deliverer = Scheduler(w.ctx, w.ctx.delivery_worker(w.poster), poll=False)  # ROLES=deliver
+        for scheduler in (poller, deliverer):
+            scheduler.start()
+        try:
+            assert {job.id for job in poller._scheduler.get_jobs()} == {"poll", "poll lock", "retrain"}
+            assert {job.id for job in deliverer._scheduler.get_jobs()} == {"deliver", "digests"}
+        finally:
+            for scheduler in (poller, deliverer):
+                await scheduler.stop()
+
+
+async def test_a_second_poller_on_the_database_waits_for_the_lock_and_takes_it_when_freed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with lab(tmp_path) as w:
+        first, second = w.scheduler(), Scheduler(w.ctx, None)
+        papers = [submitted(1, 1)]
+        w.arxiv.papers = papers
+        await first.poll()  # takes the lock
+        caplog.set_level("INFO", logger="bot.scheduler")
+        requests = len(w.arxiv.requests)
+        await second.poll()
+        await second.watch_lock()
+        assert len(w.arxiv.requests) == requests  # it waits instead of polling
+        assert [r.message for r in caplog.records].count(WAITING) == 1  # said once
+        await first.stop()  # frees the lock (as the holder's death does)
+        await second.watch_lock()
+        assert "took the poll lock: this process polls now" in caplog.messages
+        await second.poll()
+        assert len(w.arxiv.requests) > requests
+        await second.stop()
 
 
 @pytest.fixture

@@ -31,7 +31,7 @@ from bot.cli.relevance import cmd_relevance
 from bot.cli.saved import cmd_saved
 from bot.cli.scorer import cmd_scorer
 from bot.clock import Clock
-from bot.config import Settings, load_settings, require_token
+from bot.config import Settings, load_settings
 from bot.errors import PaperwatchError, Unreachable
 
 # Loggers that speak per request, per job run or per SQL statement (aiosqlite logs each statement with its
@@ -40,10 +40,9 @@ QUIET_LOGGERS = ("apscheduler", "httpx", "aiosqlite")
 
 
 def cmd_run(settings: Settings) -> int:
-    token = require_token(settings)
-    from bot.app import run_bot  # imported late: the CLI's other commands need no Discord
+    from bot.roles import run_roles  # imported late: the CLI's other commands need no Discord
 
-    return run_bot(settings, token)
+    return run_roles(settings)
 
 
 def configure_logging(level: str) -> None:
@@ -52,6 +51,9 @@ def configure_logging(level: str) -> None:
     )
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(max(logging.WARNING, logging.getLogger().level))
+    # While PostgreSQL restarts, asyncpg's pool warns with a traceback on each reconnection it tries; the store
+    # says it in one line per interrupted job (bot/store/postgres/database.py).
+    logging.getLogger("asyncpg.pool").setLevel(max(logging.ERROR, logging.getLogger().level))
 
 
 def dispatch(args: argparse.Namespace, clock: Clock | None) -> int:

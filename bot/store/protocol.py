@@ -244,8 +244,31 @@ class DeliveryRepository(Protocol):
         as `PaperRepository.get` fills it (the card says how arXiv announced it), and names the topics its card
         shows: the most specific topics the paper matched at or below the followed topics it stands for."""
 
-    async def in_flight(self, *, console: bool = False) -> list[PendingDelivery]:
-        """Rows claimed for sending when the process stopped ('sending'): sent or not, nobody knows yet."""
+    async def claim_channels(
+        self,
+        worker: str,
+        mode: Mode,
+        now: datetime,
+        until: datetime,
+        *,
+        console: bool = False,
+        limit: int = 50,
+    ) -> list[int]:
+        """Take the lease, until `until`, of up to `limit` channels (Discord's, or with `console` the
+        terminal's) with rows of this mode due by `now` or left 'sending', whose lease is free, expired or
+        `worker`'s already. Workers claiming at once (other processes too) never get the same channel."""
+
+    async def hold(self, worker: str, channel_id: int, now: datetime, until: datetime) -> bool:
+        """Take or renew one channel's lease until `until`; False when another worker holds it unexpired."""
+
+    async def release(self, worker: str, channel_ids: Sequence[int]) -> None:
+        """Free the leases `worker` holds on these channels."""
+
+    async def in_flight(
+        self, *, console: bool = False, channel_id: int | None = None
+    ) -> list[PendingDelivery]:
+        """Rows claimed for sending when their worker stopped ('sending'), of one channel when given: sent or
+        not, nobody knows yet."""
 
     async def mark_sending(self, ids: Sequence[int]) -> None:
         """Claim rows for a send ('sending', one attempt more), before the send."""
@@ -269,6 +292,18 @@ class DeliveryRepository(Protocol):
 
     async def counts(self, guild_id: int) -> dict[str, int]:
         """A server's rows per status (statuses without rows left out)."""
+
+
+class ProcessLock(Protocol):
+    """A lock one process of a deployment holds at a time (the poller's): held for as long as the holder lives,
+    freed when it dies, whatever the cause."""
+
+    async def try_acquire(self) -> bool:
+        """True when this process holds the lock: taken now if free, or still held (checked, so a lock lost
+        with a database restart is taken again when free). False while another process holds it."""
+
+    async def release(self) -> None:
+        """Free the lock, if held."""
 
 
 class Store(Protocol):
@@ -308,6 +343,10 @@ class Store(Protocol):
 
     @property
     def similar(self) -> SimilarRepository: ...
+
+    def process_lock(self, name: str) -> ProcessLock:
+        """The deployment-wide lock of this name (e.g. "poll": exactly one poller runs)."""
+        ...
 
     def transaction(self) -> AbstractAsyncContextManager[object]:
         """One write transaction across repositories (e.g. papers and the deliveries they cause): committed

@@ -10,8 +10,10 @@ from bot.clock import Clock, SystemClock
 from bot.store.announcements import AnnouncementRepo
 from bot.store.database import Database
 from bot.store.deliveries import DeliveryRepo
+from bot.store.file_lock import FileLock
 from bot.store.follows import FollowRepo
 from bot.store.papers import PaperRepo
+from bot.store.protocol import ProcessLock
 from bot.store.ratings import RatingRepo
 from bot.store.saved import SavedRepo
 from bot.store.search import SearchRepo
@@ -51,6 +53,10 @@ class SqliteStore:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+    def process_lock(self, name: str) -> ProcessLock:
+        """A lock file beside the database: SQLite serves the processes of one machine, as the file does."""
+        return FileLock(self.db.path.with_name(f"{self.db.path.name}.{name}.lock"))
 
     def transaction(self) -> AbstractAsyncContextManager[object]:
         """One write transaction across repositories (e.g. papers and the deliveries they cause)."""

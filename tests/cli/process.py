@@ -11,7 +11,16 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SETTINGS_PREFIXES = ("DISCORD_", "ARXIV_", "DATABASE_", "PAPERWATCH_", "LOG_LEVEL")
+SETTINGS_PREFIXES = (
+    "DISCORD_",
+    "ARXIV_",
+    "DATABASE_",
+    "PAPERWATCH_",
+    "LOG_LEVEL",
+    "ROLES",
+    "SHARD_",
+    "DELIVERY_",
+)
 
 
 def clean_env(env: dict[str, str], cwd: Path) -> dict[str, str]:

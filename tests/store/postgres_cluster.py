@@ -76,6 +76,15 @@ class Cluster:
             "pg_ctl", "-D", str(self.data), "-l", str(self.folder / "log"), "-w", "-o", options, "start"
         )
 
+    def restart(self) -> None:
+        """Restart the server (fast: sessions are ended, as when an operator restarts it), with its options. The
+        new server would hold captured pipes open forever: pg_ctl's output goes to the cluster's log."""
+        command = [server_program("pg_ctl"), "-D", str(self.data), "-l", str(self.folder / "log")]
+        command += ["-m", "fast", "-w", "restart"]
+        if self.as_postgres:
+            command = ["runuser", "-u", "postgres", "--", *command]
+        subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+
     def stop(self) -> None:
         if (self.data / "postmaster.pid").exists():
             with contextlib.suppress(RuntimeError):

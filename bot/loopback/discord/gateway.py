@@ -90,7 +90,8 @@ class Gateway(Payloads):
         if data.get("token") != self.token:
             await ws.close(code=4004, message=b"Authentication failed.")
             return
-        self.gateway_log.append(("IDENTIFY", data.get("intents")))
+        shard = data.get("shard")  # [id, count]: Discord sends a shard the guilds (id >> 22) % count == id
+        self.gateway_log.append(("IDENTIFY", data.get("intents"), shard))
         self._intents = int(data.get("intents") or 0)
         self.session_id = uuid.uuid4().hex
         self._events, self._sent_seq, self._live_ws = [], 0, ws
@@ -100,7 +101,7 @@ class Gateway(Payloads):
             "session_id": self.session_id,
             "resume_gateway_url": self.resume_gateway_url,
             "session_type": "normal",
-            "guilds": [{"id": str(g.id), "unavailable": True} for g in self.guilds],
+            "guilds": [{"id": str(g.id), "unavailable": True} for g in self._shard_guilds(shard)],
             "application": {"id": str(self.application_id), "flags": 0},
             "private_channels": [],
             "relationships": [],
@@ -110,9 +111,16 @@ class Gateway(Payloads):
         if data.get("shard") is not None:
             ready["shard"] = data["shard"]
         self._emit("READY", ready)
-        for guild in self.guilds:
+        for guild in self._shard_guilds(shard):
             self._emit("GUILD_CREATE", self._guild_payload(guild))
         self._notify()
+
+    def _shard_guilds(self, shard: list[int] | None) -> list[Guild]:
+        """The guilds a session identified with `shard` ([id, count]) holds: all of them without one."""
+        if not shard:
+            return list(self.guilds)
+        shard_id, count = shard
+        return [g for g in self.guilds if (g.id >> 22) % count == shard_id]
 
     async def _resume(self, ws: web.WebSocketResponse, path: str, data: dict[str, Any]) -> None:
         seq = data.get("seq") or 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import hashlib
 import logging
 import re
 from collections.abc import AsyncIterator, Sequence
@@ -28,6 +29,15 @@ _MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 _MIGRATION_LOCK = 0x70617065  # advisory lock key: two processes starting at once migrate one after the other
 _current: contextvars.ContextVar[asyncpg.Connection | None] = contextvars.ContextVar("pg_tx", default=None)
 Row: TypeAlias = Any  # asyncpg.Record, read by name or position (asyncpg ships no types)
+# The server went away (restarted, shut down, network): the statement's work is not done, and is retried later.
+_LOST = (
+    asyncpg.PostgresConnectionError,
+    asyncpg.AdminShutdownError,
+    asyncpg.CrashShutdownError,
+    asyncpg.CannotConnectNowError,
+    ConnectionError,
+    TimeoutError,
+)
 
 
 def bundled_migrations() -> list[tuple[int, str, str]]:
@@ -141,13 +151,29 @@ class Database:
         return applied
 
     @asynccontextmanager
+    async def _reconnecting(self) -> AsyncIterator[None]:
+        """A lost server becomes Unreachable (one line, retried by the caller's next round); the pool drops
+        every connection it holds, so the next statement runs on a new one instead of failing on each stale
+        connection in turn."""
+        try:
+            yield
+        except _LOST as exc:
+            if self._pool is not None:
+                await self._pool.expire_connections()
+            reason = _scrubbed(str(exc) or type(exc).__name__, self.url).splitlines()[0]
+            raise Unreachable(
+                f"lost the connection to the PostgreSQL {describe(self.url)} ({reason}); the "
+                "interrupted work runs again once the server answers"
+            ) from exc
+
+    @asynccontextmanager
     async def transaction(self) -> AsyncIterator[asyncpg.Connection]:
         """One write transaction; nested use joins the outer one. Rolled back on any exception."""
         joined = _current.get()
         if joined is not None:
             yield joined
             return
-        async with self._write_lock, self.pool.acquire() as conn, conn.transaction():
+        async with self._reconnecting(), self._write_lock, self.pool.acquire() as conn, conn.transaction():
             token = _current.set(conn)
             try:
                 yield conn
@@ -159,7 +185,8 @@ class Database:
         conn = _current.get()
         if conn is not None:
             return list(await conn.fetch(numbered(sql), *params))
-        return list(await self.pool.fetch(numbered(sql), *params))
+        async with self._reconnecting():
+            return list(await self.pool.fetch(numbered(sql), *params))
 
     async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
         rows = await self.fetchall(sql, params)
@@ -176,6 +203,52 @@ class Database:
             return
         async with self.transaction() as conn:
             await conn.executemany(numbered(sql), rows)
+
+
+class AdvisoryLock:
+    """A session-level advisory lock (`pg_try_advisory_lock`) on a connection of its own, outside the pool:
+    PostgreSQL frees it when that session ends (the holder died, or the server restarted), and another process
+    takes it. A holder checks its session before relying on it, and takes the lock again once it is free."""
+
+    def __init__(self, url: str, name: str) -> None:
+        self.url = url
+        self.name = name
+        self.key = int.from_bytes(
+            hashlib.blake2b(f"paperwatch:{name}".encode(), digest_size=8).digest(), "big", signed=True
+        )
+        self._conn: asyncpg.Connection | None = None
+
+    async def try_acquire(self) -> bool:
+        if self._conn is not None:
+            try:
+                await self._conn.fetchval("SELECT 1", timeout=10)
+                return True
+            except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError):
+                log.warning(
+                    "the database session holding the %s lock ended; taking the lock again", self.name
+                )
+                self._conn.terminate()
+                self._conn = None
+        try:
+            conn = await asyncpg.connect(self.url, timeout=10)
+        except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError):
+            return False  # the server is away (restarting): tried again later
+        try:
+            if await conn.fetchval("SELECT pg_try_advisory_lock($1)", self.key, timeout=10):
+                self._conn = conn
+                return True
+        except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError):
+            pass
+        conn.terminate()
+        return False
+
+    async def release(self) -> None:
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            try:
+                await conn.close(timeout=5)  # the session ends: the lock is free
+            except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError):
+                conn.terminate()
 
 
 def changed(status: str) -> int:

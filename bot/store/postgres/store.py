@@ -7,7 +7,7 @@ from typing import Self
 
 from bot.clock import Clock, SystemClock
 from bot.store.postgres.announcements import AnnouncementRepo
-from bot.store.postgres.database import Database
+from bot.store.postgres.database import AdvisoryLock, Database
 from bot.store.postgres.deliveries import DeliveryRepo
 from bot.store.postgres.follows import FollowRepo
 from bot.store.postgres.papers import PaperRepo
@@ -17,6 +17,7 @@ from bot.store.postgres.search import SearchRepo
 from bot.store.postgres.similar import SimilarRepo
 from bot.store.postgres.sources import SourceRepo
 from bot.store.postgres.topics import TopicRepo
+from bot.store.protocol import ProcessLock
 from bot.store.sources import BackfillRepo  # written in SQL both engines run
 
 
@@ -51,6 +52,10 @@ class PostgresStore:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+    def process_lock(self, name: str) -> ProcessLock:
+        """A session-level advisory lock on a connection of its own: freed when the holder's session ends."""
+        return AdvisoryLock(self.db.url, name)
 
     def transaction(self) -> AbstractAsyncContextManager[object]:
         """One write transaction across repositories (e.g. papers and the deliveries they cause)."""

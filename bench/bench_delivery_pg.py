@@ -1,0 +1,204 @@
+"""Delivery across processes on PostgreSQL: 500 posts to 50 channels by 1, 2 and 4 `python -m bot` processes with
+ROLES=deliver sharing one outbox, against the loopback Discord enforcing 5 messages per 5 s per channel and 50
+requests per second overall; then 4 processes with one killed (SIGKILL) mid-batch while it holds channels.
+
+    python bench/bench_delivery_pg.py --database-url postgresql://user@127.0.0.1:5432/postgres [--lease 5]
+
+The URL names a server where the user may create databases: each run gets a fresh one (bench_delivery_<n>). It
+reports, for each run, the time from the first post to the last against the least those limits allow (goal:
+<= 1.2x), and whether every (channel, paper) arrived exactly once. The killed worker's channels wait for their
+lease to run out (--lease seconds) before another worker takes them over, so that run's ratio includes one lease.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import os
+import signal
+import sys
+import tempfile
+import time
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.corpus import titled_papers  # noqa: E402
+from bot.clock import SystemClock  # noqa: E402
+from bot.loopback.discord import LoopbackDiscord  # noqa: E402
+from bot.models import Paper, Wanted  # noqa: E402
+from bot.store import open_store  # noqa: E402
+
+PER_CHANNEL = (5, 5.0)
+GLOBAL_PER_SECOND = 50
+GOAL = 1.2
+
+
+def database_url(server: str, name: str) -> str:
+    parts = urlsplit(server)
+    return urlunsplit(parts._replace(path=f"/{name}"))
+
+
+async def fresh_database(server: str, name: str) -> str:
+    conn = await asyncpg.connect(server)
+    try:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+    return database_url(server, name)
+
+
+async def fill_outbox(url: str, channels: list[int], guild_id: int, papers: list[Paper]) -> None:
+    now = datetime.now(UTC)
+    async with await open_store(url, SystemClock()) as store:
+        await store.papers.upsert(papers, seen_at=now)
+        topic = await store.topics.create(
+            guild_id=guild_id, name="Bench", description="", query="ti:x", at=now
+        )
+        wanted = [Wanted(guild_id, c, p.arxiv_id, "each", topic.id) for c in channels for p in papers]
+        await store.deliveries.enqueue(wanted, now)
+
+
+def worker_env(discord: LoopbackDiscord, url: str, lease: int, folder: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DISCORD_", "DATABASE_", "PAPERWATCH_"))}
+    env.update(
+        {
+            "ROLES": "deliver",
+            "DISCORD_TOKEN": discord.token,
+            "DISCORD_API_BASE": discord.api_base,
+            "DISCORD_GATEWAY_URL": discord.gateway_url,
+            "DATABASE_URL": url,
+            "POSTS_PER_CHANNEL_PER_CYCLE": "50",
+            "DELIVER_INTERVAL_SECONDS": "5",
+            "DELIVERY_LEASE_SECONDS": str(lease),
+            "LOG_LEVEL": "WARNING",
+            "XDG_DATA_HOME": str(folder),
+            "PYTHONPATH": str(ROOT),
+        }
+    )
+    return env
+
+
+async def run(server: str, workers: int, kill: bool, args: argparse.Namespace, folder: Path) -> str:
+    url = await fresh_database(server, f"bench_delivery_{workers}{'_kill' if kill else ''}")
+    async with LoopbackDiscord(timeout=600) as discord:
+        guild = discord.add_guild("Bench")
+        channels = [discord.add_text_channel(guild, f"papers-{i}").id for i in range(args.channels)]
+        titles = [
+            f"GRPO post-training of language models for reasoning, study {i}" for i in range(args.papers)
+        ]
+        papers = titled_papers(titles, end=datetime.now(UTC) - timedelta(hours=1), start=10000)
+        await fill_outbox(url, channels, guild.id, papers)
+        discord.set_rate_limit(per_channel=PER_CHANNEL, global_per_second=GLOBAL_PER_SECOND)
+        total = len(channels) * len(papers)
+        posted = lambda: sum(len(discord.messages(c)) for c in channels)  # noqa: E731
+        procs = [
+            await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "bot",
+                env=worker_env(discord, url, args.lease, folder),
+                cwd=folder,
+                stdout=(folder / f"worker-{workers}-{i}.log").open("ab"),
+                stderr=asyncio.subprocess.STDOUT,
+            )
+            for i in range(workers)
+        ]
+        killed = ""
+        try:
+            await discord.wait_for(lambda: posted() >= 1, timeout=120)
+            first = time.monotonic()
+            if kill:
+                await discord.wait_for(lambda: posted() >= total // 5, timeout=120)
+                victim = await holder(url, procs)
+                victim.send_signal(signal.SIGKILL)
+                await victim.wait()
+                killed = f", one killed at {posted()} posts"
+            await discord.wait_for(lambda: posted() >= total, timeout=600)
+            elapsed = time.monotonic() - first
+            await wait_all_sent(url, total)
+        finally:
+            for proc in procs:
+                if proc.returncode is None:
+                    proc.send_signal(signal.SIGTERM)
+            await asyncio.gather(*(proc.wait() for proc in procs))
+        wanted = Counter(p.abs_url for p in papers)
+        once = all(
+            Counter(e["url"] for m in discord.messages(c) for e in m.get("embeds") or []) == wanted
+            for c in channels
+        )
+    limit, window = PER_CHANNEL
+    floor = max(
+        (math.ceil(len(papers) / limit) - 1) * window, (math.ceil(total / GLOBAL_PER_SECOND) - 1) * 1.0
+    )
+    ratio = elapsed / floor
+    verdict = "met" if ratio <= GOAL else "not met"
+    return (
+        f"| {workers}{killed} | {total} | {len(channels)} | {'yes' if once else 'NO'} | {elapsed:.1f} | {floor:.0f} | "
+        f"**{ratio:.2f}x** ({verdict}) |"
+    )
+
+
+async def holder(url: str, procs: list[asyncio.subprocess.Process]) -> asyncio.subprocess.Process:
+    """A worker process holding channel leases now (the worker id names its pid)."""
+    conn = await asyncpg.connect(url)
+    try:
+        for _ in range(200):
+            rows = await conn.fetch("SELECT claimed_by FROM delivery_leases WHERE claimed_by <> ''")
+            pids = {int(r[0].split(":")[1]) for r in rows}
+            for proc in procs:
+                if proc.pid in pids:
+                    return proc
+            await asyncio.sleep(0.05)
+    finally:
+        await conn.close()
+    raise RuntimeError("no worker holds a channel")
+
+
+async def wait_all_sent(url: str, total: int) -> None:
+    """The last post is recorded 'sent' just after Discord made it: wait for the outbox to say so."""
+    conn = await asyncpg.connect(url)
+    try:
+        for _ in range(600):
+            if await conn.fetchval("SELECT count(*) FROM deliveries WHERE status = 'sent'") == total:
+                return
+            await asyncio.sleep(0.1)
+    finally:
+        await conn.close()
+    raise RuntimeError("the outbox never recorded every post as sent")
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--database-url", required=True, help="a PostgreSQL server's URL (databases are created)"
+    )
+    parser.add_argument("--channels", type=int, default=50)
+    parser.add_argument("--papers", type=int, default=10, help="posts per channel")
+    parser.add_argument("--lease", type=int, default=5, help="DELIVERY_LEASE_SECONDS of the workers")
+    args = parser.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for workers, kill in ((1, False), (2, False), (4, False), (4, True)):
+            rows.append(await run(args.database_url, workers, kill, args, Path(tmp)))
+            print(rows[-1], flush=True)
+    print()
+    print(
+        "| deliver processes | posts | channels | exactly once | first to last post (s) | least the limits allow (s) | ratio |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    print("\n".join(rows))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

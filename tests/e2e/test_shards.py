@@ -1,0 +1,87 @@
+"""A gateway process with SHARD_COUNT and SHARD_IDS (`python -m bot`, ROLES=gateway) identifies as its shard,
+holds the servers of that shard only, and answers their commands; bad shard settings stop it in one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.config import load_settings
+from bot.errors import ConfigError
+from bot.loopback.discord import ALL_PERMISSIONS, Guild
+from tests.cli.process import run_cli
+from tests.e2e.bot_processes import BotProcess
+from tests.fakes.checked_discord import FakeDiscord
+
+
+def shard_of(guild: Guild, count: int) -> int:
+    return (guild.id >> 22) % count  # Discord's rule
+
+
+def one_guild_per_shard(discord: FakeDiscord) -> tuple[Guild, Guild]:
+    """Two servers, one in each of two shards (ids carry the time: new ones until the shard differs)."""
+    first = discord.add_guild("Lab 0")
+    second = discord.add_guild("Lab 1")
+    while shard_of(second, 2) == shard_of(first, 2):
+        discord.guilds.remove(second)
+        second = discord.add_guild("Lab 1")
+    return (first, second) if shard_of(first, 2) == 0 else (second, first)
+
+
+async def test_a_gateway_process_runs_its_shard_and_answers_that_shards_servers(
+    tmp_path: Path, discord: FakeDiscord
+) -> None:
+    zero, one = one_guild_per_shard(discord)
+    channel = discord.add_text_channel(one, "papers")
+    admin = discord.add_member(one, "ada", permissions=ALL_PERMISSIONS)
+    env = {
+        "ROLES": "gateway",
+        "SHARD_COUNT": "2",
+        "SHARD_IDS": "1",
+        "DISCORD_TOKEN": discord.token,
+        "DISCORD_API_BASE": discord.api_base,
+        "DISCORD_GATEWAY_URL": discord.gateway_url,
+        "DATABASE_PATH": str(tmp_path / "paperwatch.sqlite3"),
+        "LOG_LEVEL": "INFO",
+    }
+    process = await BotProcess.start(env, tmp_path / "gateway.log")
+    try:
+        await discord.wait_for(lambda: discord.identify_count >= 1, timeout=60)
+        await process.wait_for_line("logged in as")
+        identified = [entry for entry in discord.gateway_log if entry[0] == "IDENTIFY"]
+        assert [entry[2] for entry in identified] == [[1, 2]]  # shard 1 of 2, and no other
+        ready = next(e for e in discord._events if e["t"] == "READY")
+        assert [g["id"] for g in ready["d"]["guilds"]] == [str(one.id)]  # not the other shard's server
+        status = await discord.invoke(one, channel, admin, "status")
+        assert (await status.wait_response())["type"] in (4, 5)
+    finally:
+        assert await process.stop() in (0, -15)
+    assert "Traceback" not in process.text()
+    assert zero.id != one.id
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"SHARD_IDS": "0"}, "SHARD_IDS needs SHARD_COUNT"),
+        ({"SHARD_COUNT": "2", "SHARD_IDS": "0,2"}, "SHARD_IDS 2 not below SHARD_COUNT=2"),
+        ({"SHARD_COUNT": "2", "SHARD_IDS": "one"}, "give shard numbers, comma-separated"),
+    ],
+)
+def test_shard_settings_are_checked_at_start(
+    env: dict[str, str], message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(ConfigError, match=message):
+        load_settings(_env_file=None)
+
+
+async def test_bad_shard_settings_stop_the_process_in_one_line(tmp_path: Path) -> None:
+    code, _out, err = await run_cli("run", env={"SHARD_COUNT": "2", "SHARD_IDS": "3"}, cwd=tmp_path)
+    assert code == 2
+    assert err.strip().splitlines() == [
+        "paperwatch: invalid settings (see .env.example): settings: SHARD_IDS 3 not below SHARD_COUNT=2 "
+        "(shards are numbered from 0)"
+    ]

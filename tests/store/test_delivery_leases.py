@@ -1,0 +1,94 @@
+"""The outbox's channel leases (bot/store/deliveries.py), on both back ends: deliver workers never hold the same
+channel at once, a lease runs out and is taken over, and concurrent claimers with their own connections split the
+channels between them."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from bot.clock import FakeClock
+from bot.models import Wanted
+from bot.store import Store
+from tests.factories import make_paper
+
+GUILD = 7
+LEASE = timedelta(seconds=60)
+
+
+async def queue(store: Store, clock: FakeClock, channels: list[int], papers: int = 2) -> None:
+    await store.papers.upsert([make_paper(i) for i in range(papers)], seen_at=clock.now())
+    topic = await store.topics.create(guild_id=GUILD, name="T", description="", query="ti:x", at=clock.now())
+    wanted = [
+        Wanted(GUILD, c, make_paper(i).arxiv_id, "each", topic.id) for c in channels for i in range(papers)
+    ]
+    await store.deliveries.enqueue(wanted, clock.now())
+
+
+async def test_a_claimed_channel_is_nobody_elses_until_released_or_expired(
+    store: Store, clock: FakeClock
+) -> None:
+    await queue(store, clock, [100, 200, 300])
+    now = clock.now()
+    assert await store.deliveries.claim_channels("a", "each", now, now + LEASE, limit=2) == [100, 200]
+    assert await store.deliveries.claim_channels("b", "each", now, now + LEASE) == [300]
+    assert await store.deliveries.claim_channels("c", "each", now, now + LEASE) == []
+    assert not await store.deliveries.hold("c", 100, now, now + LEASE)
+    assert await store.deliveries.hold("a", 100, now, now + LEASE)  # its own: renewed
+    assert await store.deliveries.claim_channels("a", "each", now, now + LEASE) == [100, 200]  # still its own
+
+    await store.deliveries.release("b", [300, 100])  # frees its own only
+    assert await store.deliveries.claim_channels("c", "each", now, now + LEASE) == [300]
+
+    clock.advance(LEASE.total_seconds())  # every lease ran out (their workers were killed, say)
+    later = clock.now()
+    assert await store.deliveries.claim_channels("d", "each", later, later + LEASE) == [100, 200, 300]
+    assert not await store.deliveries.hold("a", 100, later, later + LEASE)  # a lost it to d
+
+
+async def test_channels_with_nothing_due_are_not_claimed_but_rows_left_sending_are(
+    store: Store, clock: FakeClock
+) -> None:
+    await queue(store, clock, [100, 200])
+    now = clock.now()
+    [first] = (await store.deliveries.for_channel(100, mode="each", now=now))[:1]
+    await store.deliveries.mark_sent(
+        [d.id for d in await store.deliveries.for_channel(200, mode="each", now=now)], 1, now
+    )
+    await store.deliveries.mark_retry(
+        [d.id for d in await store.deliveries.for_channel(100, mode="each", now=now)], now + LEASE, "429"
+    )
+    assert await store.deliveries.claim_channels("a", "each", now, now + LEASE) == []  # nothing due yet
+    await store.deliveries.mark_sending([first.id])  # a worker died posting it
+    assert await store.deliveries.claim_channels("a", "each", now, now + LEASE) == [100]
+    assert [d.id for d in await store.deliveries.in_flight(channel_id=100)] == [first.id]
+    assert await store.deliveries.in_flight(channel_id=200) == []
+
+
+async def test_claimers_with_their_own_connections_split_the_channels(store: Store, clock: FakeClock) -> None:
+    channels = list(range(1, 41))
+    await queue(store, clock, channels, papers=1)
+    others = [await _reopen(store, clock) for _ in range(3)]  # separate pools, as separate processes have
+    try:
+        now = clock.now()
+        claims = await asyncio.gather(
+            *(
+                s.deliveries.claim_channels(f"w{i}", "each", now, now + LEASE, limit=15)
+                for i, s in enumerate(others * 2)
+            )
+        )
+    finally:
+        for other in others:
+            await other.close()
+    flat = [c for claim in claims for c in claim]
+    assert len(flat) == len(set(flat))  # no channel claimed twice
+    assert sorted(flat) == channels  # 6 claims of up to 15: every channel taken
+
+
+async def _reopen(store: Store, clock: FakeClock) -> Store:
+    """Another store on the same database (its own connections)."""
+    from bot.store import SqliteStore, open_store
+
+    if isinstance(store, SqliteStore):
+        return await open_store(store.db.path, clock)
+    return await open_store(store.db.url, clock)  # type: ignore[attr-defined]

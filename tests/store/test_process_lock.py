@@ -1,0 +1,54 @@
+"""The deployment-wide process lock (the poller's), on both back ends: one holder at a time, freed when the holder
+lets go or its session ends, then taken by the next; a holder whose session ended takes it again once free."""
+
+from __future__ import annotations
+
+import asyncpg
+
+from bot.clock import FakeClock
+from bot.store import Store, open_store
+from bot.store.postgres.database import AdvisoryLock
+
+
+async def other_store(store: Store, clock: FakeClock) -> Store:
+    """Another store on the same database: its own connections, as another process has."""
+    where = store.db.url if hasattr(store.db, "url") else store.db.path  # type: ignore[attr-defined]
+    return await open_store(where, clock)
+
+
+async def test_one_holder_at_a_time_and_the_next_takes_it_when_freed(store: Store, clock: FakeClock) -> None:
+    other = await other_store(store, clock)
+    try:
+        first, second = store.process_lock("poll"), other.process_lock("poll")
+        assert await first.try_acquire()
+        assert await first.try_acquire()  # still held
+        assert not await second.try_acquire()
+        assert await other.process_lock("another").try_acquire()  # locks of other names are apart
+        await first.release()
+        assert await second.try_acquire()
+        assert not await first.try_acquire()
+        await second.release()
+    finally:
+        await other.close()
+
+
+async def test_a_holder_whose_session_ended_loses_the_lock_and_takes_it_again_once_free(
+    postgres_url: str,
+) -> None:
+    url = postgres_url
+    first, second = AdvisoryLock(url, "poll"), AdvisoryLock(url, "poll")
+    assert await first.try_acquire()
+    admin = await asyncpg.connect(url)
+    try:
+        # The holder's session ends (killed process, restarted server): the lock is free for another.
+        ended = await admin.fetchval(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_locks WHERE locktype = 'advisory' AND granted"
+        )
+        assert ended == 1
+        assert await second.try_acquire()
+        assert not await first.try_acquire()  # noticed its session is gone; the lock is the other's now
+        await second.release()
+        assert await first.try_acquire()
+    finally:
+        await admin.close()
+        await first.release()
