@@ -213,12 +213,11 @@ def test_the_packaged_labels_name_only_catalog_topics_and_records() -> None:
     assert len(labels.papers) >= 800
 
 
-# Below the sub-topic goal on this set, and left so rather than tuned on half B (bot/topics/labels/README.md):
-# RL for Diffusion Models misses generators whose abstracts name no diffusion or flow word (SiT/EDM2, character
-# animation); Reward Hacking misses exploits its papers describe in their own words (a judge's quirks, length).
-CHILD_RECALL_FLOOR = {"rl-diffusion": 0.85, "reward-hacking": 0.80}
-# Process Reward Models: papers that name process rewards only to set them aside still match.
-CHILD_PRECISION_FLOOR = {"process-reward-models": 0.75}
+# Every child with 10 or more labelled positives meets the sub-topic goal (recall 90, precision 80) on the whole
+# set since the second sub-topic round; the exceptions the first round needed are gone. Held-out figures are
+# lower (bot/topics/labels/README.md): Process Reward Models' precision on half B is 66.7.
+CHILD_RECALL_FLOOR: dict[str, float] = {}
+CHILD_PRECISION_FLOOR: dict[str, float] = {}
 
 
 def test_the_packaged_catalog_keeps_its_figures_on_the_development_set() -> None:
