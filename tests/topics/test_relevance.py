@@ -213,12 +213,12 @@ def test_the_packaged_labels_name_only_catalog_topics_and_records() -> None:
     assert len(labels.papers) >= 800
 
 
-# Below the sub-topic goal on this set, and left so rather than tuned on half B (bot/topics/labels/README.md):
-# RL for Diffusion Models misses generators whose abstracts name no diffusion or flow word (SiT/EDM2, character
-# animation); Reward Hacking misses exploits its papers describe in their own words (a judge's quirks, length).
-CHILD_RECALL_FLOOR = {"rl-diffusion": 0.85, "reward-hacking": 0.80}
-# Process Reward Models: papers that name process rewards only to set them aside still match.
-CHILD_PRECISION_FLOOR = {"process-reward-models": 0.75}
+# Since the second sub-topic round every child with 10 or more labelled positives meets the sub-topic goal
+# (recall 90, precision 80) on the whole set but one: RL for Diffusion Models falsely matches a flow-matching
+# driving planner tuned by RL, met in the held-out sixth pass and left unfixed rather than tuned away
+# (bot/topics/labels/README.md). Held-out figures are lower: Process Reward Models' precision on half B is 66.7.
+CHILD_RECALL_FLOOR: dict[str, float] = {}
+CHILD_PRECISION_FLOOR = {"rl-diffusion": 0.78}
 
 
 def test_the_packaged_catalog_keeps_its_figures_on_the_development_set() -> None:
