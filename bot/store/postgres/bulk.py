@@ -1,0 +1,50 @@
+"""Bulk writes on PostgreSQL: rows go in by COPY (asyncpg's binary copy) into a temporary staging table of the
+same column types, then into their table with one INSERT ... SELECT, so a batch keeps the table's constraints and
+its ON CONFLICT rule while costing one round trip instead of one per row."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+import asyncpg
+
+
+def staging_name(table: str, columns: Sequence[str]) -> str:
+    """One staging table per (table, columns) and connection, emptied at each commit."""
+    digest = hashlib.sha1(" ".join(columns).encode()).hexdigest()[:10]
+    return f"staging_{table}_{digest}"
+
+
+async def stage(
+    conn: asyncpg.Connection, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+) -> str:
+    """COPY `rows` into the staging table of `table`'s `columns` (inside the caller's transaction); its name."""
+    staging = staging_name(table, columns)
+    names = ", ".join(columns)
+    await conn.execute(
+        f"CREATE TEMP TABLE IF NOT EXISTS {staging} ON COMMIT DELETE ROWS AS"
+        f" SELECT {names} FROM {table} WITH NO DATA"
+    )
+    await conn.execute(f"TRUNCATE {staging}")  # a second batch of the same transaction starts empty
+    await conn.copy_records_to_table(staging, records=rows, columns=list(columns))
+    return staging
+
+
+async def insert_copied(
+    conn: asyncpg.Connection,
+    table: str,
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    *,
+    conflict: str = "ON CONFLICT DO NOTHING",
+) -> int:
+    """Insert `rows` into `table` through a staging table, each under `conflict`; the rows inserted."""
+    if not rows:
+        return 0
+    staging = await stage(conn, table, columns, rows)
+    names = ", ".join(columns)
+    status = await conn.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM {staging} {conflict}")
+    last = status.rsplit(" ", 1)[-1]
+    return int(last) if last.isdigit() else 0
