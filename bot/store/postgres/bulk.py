@@ -28,8 +28,20 @@ async def stage(
         f" SELECT {names} FROM {table} WITH NO DATA"
     )
     await conn.execute(f"TRUNCATE {staging}")  # a second batch of the same transaction starts empty
-    await conn.copy_records_to_table(staging, records=rows, columns=list(columns))
+    await copy_in(conn, staging, columns, rows)
     return staging
+
+
+async def copy_in(
+    conn: asyncpg.Connection, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+) -> None:
+    """COPY `rows` into `table` (binary; a tsvector given as bytes in PostgreSQL's binary form)."""
+    # asyncpg has no tsvector codec: for this copy only (a codec stays on the connection), bytes pass as they are.
+    await conn.set_type_codec("tsvector", schema="pg_catalog", encoder=bytes, decoder=bytes, format="binary")
+    try:
+        await conn.copy_records_to_table(table, records=rows, columns=list(columns))
+    finally:
+        await conn.reset_type_codec("tsvector", schema="pg_catalog")
 
 
 async def insert_copied(
