@@ -17,6 +17,7 @@ from bot.store.papers import DAY, Stored, _is_newer, _paper_values, _stored, fro
 from bot.store.postgres.bulk import copy_in, stage
 from bot.store.postgres.database import Database, Row
 from bot.store.postgres.tokens import indexed
+from bot.store.sql import PAPER_COLUMNS
 
 # The announcement a card shows for the stored version (see bot/store/announcements.py HEADLINE).
 HEADLINE = (
@@ -25,10 +26,7 @@ HEADLINE = (
     " LIMIT 1) AS announced"
 )
 # What a Paper is read from (not the indexed words): "p" is the papers table.
-PAPER = (
-    "p.pk, p.arxiv_id, p.version, p.title, p.abstract, p.authors_json, p.primary_category, p.categories,"
-    " p.published, p.updated, p.comment, p.journal_ref, p.doi, p.authors_omitted, p.provisional"
-)
+PAPER = PAPER_COLUMNS
 _COLUMNS = (
     "arxiv_id, version, title, abstract, authors, authors_json, primary_category, categories, "
     "published, updated, comment, journal_ref, doi, authors_omitted, provisional, "
