@@ -70,11 +70,29 @@ class Cluster:
 
     def start(self) -> None:
         self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync")
+        self.resume()
+
+    def _options(self) -> str:
         options = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off"
-        options += " -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+        return options + " -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+
+    def resume(self) -> None:
+        """Start the server of an existing data folder."""
         self._run(
-            "pg_ctl", "-D", str(self.data), "-l", str(self.folder / "log"), "-w", "-o", options, "start"
+            "pg_ctl",
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.folder / "log"),
+            "-w",
+            "-o",
+            self._options(),
+            "start",
         )
+
+    def halt(self) -> None:
+        """Stop the server, keeping its data."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
 
     def stop(self) -> None:
         if (self.data / "postmaster.pid").exists():
@@ -110,6 +128,15 @@ class Cluster:
         self.psql(database, _TRUNCATE_ALL)
         return self.url(database)
 
+    def database(self, name: str) -> str:
+        """The URL of database `name`, created when missing (a kept cluster's store)."""
+        try:
+            self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", name)
+        except RuntimeError as exc:
+            if "already exists" not in str(exc):
+                raise
+        return self.url(name)
+
     def new_database(self) -> str:
         """A fresh, empty database's URL."""
         name = f"test_{os.getpid()}_{next(self._names)}"
@@ -122,6 +149,22 @@ _TRUNCATE_ALL = """DO $$ DECLARE tables text; BEGIN
      WHERE schemaname = current_schema() AND tablename <> 'schema_migrations';
     IF tables IS NOT NULL THEN EXECUTE 'TRUNCATE ' || tables || ' RESTART IDENTITY CASCADE'; END IF;
 END $$"""
+
+
+def kept_cluster(folder: Path, port: int) -> Cluster:
+    """A cluster whose data stays in `folder` between runs (bench/: a store built once): created on first use,
+    started now; the caller stops it (`Cluster.halt`), keeping its data."""
+    server_program("initdb")
+    as_postgres = os.geteuid() == 0
+    folder.mkdir(parents=True, exist_ok=True)
+    if as_postgres:
+        shutil.chown(folder, user="postgres")
+    cluster = Cluster(folder, port, as_postgres)
+    if not (cluster.data / "PG_VERSION").exists():
+        cluster.start()
+    else:
+        cluster.resume()
+    return cluster
 
 
 def start_cluster() -> Cluster:
