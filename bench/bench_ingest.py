@@ -1,8 +1,10 @@
 """Ingest N synthetic papers through the store (batched upserts, FTS5 kept in sync) against a bare
-`executemany` of the same rows into a table without FTS, side by side in one run.
+`executemany` of the same rows into a table without FTS, side by side in one run; with --postgres, also through
+the PostgreSQL store (COPY, tsvector and GIN index kept) on a throwaway local server (Debian's postgresql).
 
     python bench/bench_ingest.py            # 100,000 papers
     python bench/bench_ingest.py --quick    # 5,000 papers
+    python bench/bench_ingest.py --postgres # and the PostgreSQL store
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from bot.store.papers import _paper_values
 BATCH = 1000  # one API page
 
 
-async def through_store(path: Path, papers: list[Paper]) -> float:
+async def through_store(path: Path | str, papers: list[Paper]) -> float:
     store = await open_store(path, SystemClock())
     began = time.perf_counter()
     now = SystemClock().now()
@@ -36,6 +38,16 @@ async def through_store(path: Path, papers: list[Paper]) -> float:
     assert await store.papers.count() == len(papers)
     await store.close()
     return elapsed
+
+
+async def through_postgres(papers: list[Paper]) -> float:
+    from tests.store.postgres_cluster import start_cluster  # a throwaway server, as the tests start
+
+    cluster = start_cluster()
+    try:
+        return await through_store(cluster.new_database(), papers)
+    finally:
+        cluster.stop()
 
 
 def bare_executemany(path: Path, papers: list[Paper]) -> float:
@@ -63,6 +75,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="5,000 papers, for a smoke test")
     parser.add_argument("--papers", type=int, default=100_000)
+    parser.add_argument("--postgres", action="store_true", help="also through the PostgreSQL store")
     args = parser.parse_args()
     count = 5_000 if args.quick else args.papers
     papers = list(Corpus(seed=3).papers(count))
@@ -75,6 +88,9 @@ def main() -> None:
         f"| {count:,} | {store:.2f} | {count / store:,.0f} | {bare:.2f} | {count / bare:,.0f} | "
         f"{store / bare:.1f}x slower |"
     )
+    if args.postgres:
+        postgres = asyncio.run(through_postgres(papers))
+        print(f"\nPostgreSQL store: {count:,} papers in {postgres:.2f} s, {count / postgres:,.0f} papers/s")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from bot.cli.ask import cmd_ask, cmd_brief
 from bot.cli.demo import cmd_demo
 from bot.cli.history import cmd_match, cmd_momentum, cmd_stats, cmd_topics
+from bot.cli.migrate_store import cmd_migrate_store
 from bot.cli.parser import (
     EXIT_BAD_INPUT,
     EXIT_BROKEN_PIPE,
@@ -60,6 +61,9 @@ def dispatch(args: argparse.Namespace, clock: Clock | None) -> int:
     if args.command == "demo":  # the demo reads no settings: it must work on any install, as shipped
         configure_logging("WARNING")
         return asyncio.run(cmd_demo(args.png, clock))
+    if args.command == "migrate-store":  # reads its two addresses only: no settings, no token
+        configure_logging("WARNING")
+        return asyncio.run(cmd_migrate_store(args.source, args.target))
     if args.command == "relevance":  # reads the catalog and labelled files only, never settings
         return cmd_relevance(args.labels, args.topic, args.half)
     settings = load_settings()

@@ -207,6 +207,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     saved.add_argument("--bibtex", action="store_true", help="print the list as BibTeX (e.g. > saved.bib)")
 
+    migrate = sub.add_parser(
+        "migrate-store",
+        help="copy a deployment from its SQLite file into an empty PostgreSQL database (resumable)",
+    )
+    migrate.add_argument(
+        "--from", dest="source", metavar="sqlite:///PATH", required=True, help="the SQLite database file"
+    )
+    migrate.add_argument(
+        "--to", dest="target", metavar="postgresql://...", required=True, help="the empty PostgreSQL database"
+    )
+
     demo = sub.add_parser(
         "demo",
         help="see paperwatch work in under a minute: the real bot on a loopback arXiv with real papers and a "

@@ -1,5 +1,6 @@
 """How arXiv announced each stored paper in each watched category (from its RSS feed), and the one line of it a
-card shows."""
+card shows. The repository's SQL runs on SQLite and PostgreSQL alike (bot/store/sql.py); HEADLINE is SQLite's
+(PostgreSQL's is in bot/store/postgres/papers.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import cast
 import aiosqlite
 
 from bot.models import ANNOUNCE_KINDS, AnnounceKind, Announcement
-from bot.store.database import Database
+from bot.store.sql import SqlDatabase
 
 _RANK = " ".join(f"WHEN '{kind}' THEN {rank}" for rank, kind in enumerate(ANNOUNCE_KINDS))
 _SEP = "\x1f"
@@ -33,29 +34,25 @@ def headline_from(row: aiosqlite.Row, arxiv_id: str) -> Announcement | None:
 
 
 class AnnouncementRepo:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: SqlDatabase) -> None:
         self.db = db
 
     async def record(self, announcements: Sequence[Announcement], at: datetime) -> int:
         """Remember announcements of stored papers (those of papers not stored are dropped); returns how many
         rows were written or moved on. Per (paper, category) the newest version wins, and the first sighting of
         a version stays: a feed serving an old batch again changes nothing."""
-        if not announcements:
-            return 0
-        async with self.db.transaction() as conn:
-            before = conn.total_changes
-            await conn.executemany(
-                "INSERT INTO announcements (paper_pk, category, kind, version, day, seen_at)"
-                " SELECT pk, ?, ?, ?, ?, ? FROM papers WHERE arxiv_id = ?"
-                " ON CONFLICT (paper_pk, category) DO UPDATE SET kind = excluded.kind,"
-                " version = excluded.version, day = excluded.day, seen_at = excluded.seen_at"
-                " WHERE excluded.version > announcements.version",
-                [
-                    (a.category, a.kind, a.version, a.day.isoformat(), int(at.timestamp()), a.arxiv_id)
-                    for a in announcements
-                ],
-            )
-            return conn.total_changes - before
+        written = 0
+        async with self.db.transaction():
+            for a in announcements:  # one at a time: a batch may name a (paper, category) twice
+                written += await self.db.execute(
+                    "INSERT INTO announcements (paper_pk, category, kind, version, day, seen_at)"
+                    " SELECT pk, ?, ?, ?, ?, ? FROM papers WHERE arxiv_id = ?"
+                    " ON CONFLICT (paper_pk, category) DO UPDATE SET kind = excluded.kind,"
+                    " version = excluded.version, day = excluded.day, seen_at = excluded.seen_at"
+                    " WHERE excluded.version > announcements.version",
+                    (a.category, a.kind, a.version, a.day.isoformat(), int(at.timestamp()), a.arxiv_id),
+                )
+        return written
 
     async def of_paper(self, arxiv_id: str) -> list[Announcement]:
         """Every category's announcement of a paper, by category."""

@@ -204,9 +204,11 @@ class Database:
         rows = await self.fetchall(sql, params)
         return rows[0] if rows else None
 
-    async def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run one statement in a transaction (its own, or the one running); returns the rows it changed."""
         async with self.transaction() as db:
-            await db.execute(sql, params)
+            cursor = await db.execute(sql, params)
+            return cursor.rowcount
 
     async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         async with self.transaction() as db:

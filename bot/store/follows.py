@@ -1,35 +1,37 @@
-"""Follows: which channel of which server follows which topic, how, and whether Discord still lets us post."""
+"""Follows: which channel of which server follows which topic, how, and whether Discord still lets us post.
+Its SQL runs on SQLite and PostgreSQL alike (bot/store/sql.py)."""
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from bot.models import Follow, MatchKind, Mode
-from bot.store.database import Database
 from bot.store.papers import from_ts, to_ts
+from bot.store.sql import SqlDatabase, ascii_folded, marks
 
 _SELECT = "SELECT f.*, t.name AS topic_name FROM follows f JOIN topics t ON t.id = f.topic_id"
 
 
 def _follow(row: object) -> Follow:
-    r = row  # aiosqlite.Row
+    r: Any = row  # SQLite's Row or asyncpg's Record: read by name
     return Follow(
-        id=r["id"],  # type: ignore[index]
-        guild_id=r["guild_id"],  # type: ignore[index]
-        channel_id=r["channel_id"],  # type: ignore[index]
-        topic_id=r["topic_id"],  # type: ignore[index]
-        topic_name=r["topic_name"],  # type: ignore[index]
-        mode=r["mode"],  # type: ignore[index]
-        digest_hour=r["digest_hour"],  # type: ignore[index]
-        created_at=from_ts(r["created_at"]),  # type: ignore[index]
-        last_post_at=from_ts(r["last_post_at"]) if r["last_post_at"] is not None else None,  # type: ignore[index]
-        broken_reason=r["broken_reason"],  # type: ignore[index]
-        match=r["match"],  # type: ignore[index]
+        id=r["id"],
+        guild_id=r["guild_id"],
+        channel_id=r["channel_id"],
+        topic_id=r["topic_id"],
+        topic_name=r["topic_name"],
+        mode=r["mode"],
+        digest_hour=r["digest_hour"],
+        created_at=from_ts(r["created_at"]),
+        last_post_at=from_ts(r["last_post_at"]) if r["last_post_at"] is not None else None,
+        broken_reason=r["broken_reason"],
+        match=r["match"],
     )
 
 
 class FollowRepo:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: SqlDatabase) -> None:
         self.db = db
 
     async def upsert(
@@ -46,11 +48,11 @@ class FollowRepo:
     ) -> tuple[Follow, bool]:
         """Follow, or change how an existing follow posts (which also clears a broken mark). Returns the
         follow and whether it is new."""
-        async with self.db.transaction() as conn:
+        async with self.db.transaction():
             existing = await self.db.fetchone(
                 "SELECT id FROM follows WHERE channel_id = ? AND topic_id = ?", (channel_id, topic_id)
             )
-            await conn.execute(
+            await self.db.execute(
                 "INSERT INTO follows (guild_id, channel_id, topic_id, mode, digest_hour, created_by, created_at, match)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (channel_id, topic_id) DO UPDATE SET"
                 " mode = excluded.mode, digest_hour = excluded.digest_hour, match = excluded.match,"
@@ -63,17 +65,15 @@ class FollowRepo:
         return _follow(row), existing is None
 
     async def for_guild(self, guild_id: int) -> list[Follow]:
-        rows = await self.db.fetchall(
-            f"{_SELECT} WHERE f.guild_id = ? ORDER BY t.name COLLATE NOCASE, f.channel_id", (guild_id,)
-        )
-        return [_follow(r) for r in rows]
+        rows = await self.db.fetchall(f"{_SELECT} WHERE f.guild_id = ?", (guild_id,))
+        return sorted(map(_follow, rows), key=lambda f: (ascii_folded(f.topic_name), f.channel_id))
 
     async def for_topics(self, topic_ids: list[int]) -> list[Follow]:
         """Working follows of any of these topics (broken ones receive nothing until fixed)."""
         if not topic_ids:
             return []
         rows = await self.db.fetchall(
-            f"{_SELECT} WHERE f.topic_id IN ({','.join('?' * len(topic_ids))}) AND f.broken_reason IS NULL",
+            f"{_SELECT} WHERE f.topic_id IN ({marks(topic_ids)}) AND f.broken_reason IS NULL",
             topic_ids,
         )
         return [_follow(r) for r in rows]
@@ -81,30 +81,26 @@ class FollowRepo:
     async def remove(self, guild_id: int, topic_id: int, channel_id: int | None = None) -> int:
         """Unfollow within one server; returns how many follows ended. Pending posts for them are dropped
         unless another follow in the same channel still wants the paper."""
-        async with self.db.transaction() as conn:
+        async with self.db.transaction():
             params: tuple[int, ...] = (guild_id, topic_id)
             where = "guild_id = ? AND topic_id = ?"
             if channel_id is not None:
                 where += " AND channel_id = ?"
                 params += (channel_id,)
-            before = conn.total_changes
-            channels = [
-                r[0] for r in await self.db.fetchall(f"SELECT channel_id FROM follows WHERE {where}", params)
-            ]
-            await conn.execute(f"DELETE FROM follows WHERE {where}", params)
-            removed = conn.total_changes - before
-            for channel in channels:
-                await conn.execute(
+            rows = await self.db.fetchall(f"DELETE FROM follows WHERE {where} RETURNING channel_id", params)
+            channels = [r[0] for r in rows]
+            if channels:
+                await self.db.execute(
                     "DELETE FROM delivery_topics WHERE topic_id = ? AND delivery_id IN"
-                    " (SELECT id FROM deliveries WHERE channel_id = ? AND status = 'pending')",
-                    (topic_id, channel),
+                    f" (SELECT id FROM deliveries WHERE channel_id IN ({marks(channels)}) AND status = 'pending')",
+                    (topic_id, *channels),
                 )
-                await conn.execute(
-                    "DELETE FROM deliveries WHERE channel_id = ? AND status = 'pending'"
-                    " AND id NOT IN (SELECT delivery_id FROM delivery_topics)",
-                    (channel,),
+                await self.db.execute(
+                    f"DELETE FROM deliveries WHERE channel_id IN ({marks(channels)}) AND status = 'pending'"
+                    " AND NOT EXISTS (SELECT 1 FROM delivery_topics dt WHERE dt.delivery_id = deliveries.id)",
+                    channels,
                 )
-        return removed
+        return len(channels)
 
     async def mark_broken(self, channel_id: int, reason: str, at: datetime) -> None:
         await self.db.execute(

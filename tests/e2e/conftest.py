@@ -10,6 +10,13 @@ from bot.loopback.arxiv import LoopbackArxiv
 from tests.fakes.checked_discord import FakeDiscord
 
 
+@pytest.fixture(autouse=True)
+def each_back_end(back_end: str) -> str:
+    """Every end-to-end test runs on SQLite and on PostgreSQL (tests/store/back_ends.py), but those marked
+    `sqlite_only` (they read the SQLite file, or start the bot as a process with its own settings)."""
+    return back_end
+
+
 @pytest.fixture
 async def discord() -> AsyncIterator[FakeDiscord]:
     async with FakeDiscord() as fake:

@@ -16,6 +16,8 @@ from tests.fakes.checked_discord import FakeDiscord
 
 REPO = Path(__file__).resolve().parents[2]
 
+pytestmark = pytest.mark.sqlite_only  # the bot as a process, on its own settings and SQLite file
+
 
 def release_with(tmp_path: Path, slug: str, parent: str) -> Path:
     """A copy of this checkout's code whose packaged catalog gives topic `slug` the parent `parent`."""

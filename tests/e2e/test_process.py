@@ -11,6 +11,8 @@ import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from bot.clock import SystemClock
 from bot.config import Settings
 from bot.context import open_context
@@ -21,6 +23,8 @@ from tests.cli.process import clean_env
 from tests.e2e.helpers import RL_TITLES, embed_urls
 from tests.factories import make_paper
 from tests.fakes.checked_discord import FakeDiscord
+
+pytestmark = pytest.mark.sqlite_only  # the bot as a process, on its own settings and SQLite file
 
 
 def sent(db: Path) -> int:

@@ -9,6 +9,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bot.clock import FakeClock
 from bot.loopback.arxiv import LoopbackArxiv
 from bot.loopback.discord import ALL_PERMISSIONS, EPHEMERAL, LOADING, Interaction
@@ -122,6 +124,7 @@ async def test_a_paper_of_a_sub_topic_reaches_the_parents_channel_once_named_by_
         assert labels == [{"name": f"{RL} › {OPD}", "value": OPD}]
 
 
+@pytest.mark.sqlite_only  # reads the outbox in the SQLite file
 async def test_a_channel_following_a_parent_and_its_child_gets_one_post_per_paper(
     tmp_path: Path, discord: FakeDiscord, arxiv: LoopbackArxiv, clock: FakeClock
 ) -> None:

@@ -70,10 +70,24 @@ class Cluster:
 
     def start(self) -> None:
         self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync")
+        self.resume()
+
+    def _options(self) -> str:
         options = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off"
-        options += " -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+        return options + " -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+
+    def resume(self) -> None:
+        """Start the server of an existing data folder."""
         self._run(
-            "pg_ctl", "-D", str(self.data), "-l", str(self.folder / "log"), "-w", "-o", options, "start"
+            "pg_ctl",
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.folder / "log"),
+            "-w",
+            "-o",
+            self._options(),
+            "start",
         )
 
     def restart(self) -> None:
@@ -85,6 +99,10 @@ class Cluster:
             command = ["runuser", "-u", "postgres", "--", *command]
         subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
 
+    def halt(self) -> None:
+        """Stop the server, keeping its data."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
+
     def stop(self) -> None:
         if (self.data / "postmaster.pid").exists():
             with contextlib.suppress(RuntimeError):
@@ -94,11 +112,68 @@ class Cluster:
     def url(self, database: str) -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
 
+    def psql(self, database: str, sql: str) -> None:
+        """Run SQL in one of the cluster's databases."""
+        self._run(
+            "psql",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(self.port),
+            "-U",
+            "postgres",
+            "-d",
+            database,
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-q",
+            "-c",
+            sql,
+        )
+
+    def emptied(self, database: str) -> str:
+        """The URL of `database` with every row of paperwatch's tables gone (ids restart), its schema and
+        migration records kept: much cheaper than a new database for tests that run the whole bot."""
+        self.psql(database, _TRUNCATE_ALL)
+        return self.url(database)
+
+    def database(self, name: str) -> str:
+        """The URL of database `name`, created when missing (a kept cluster's store)."""
+        try:
+            self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", name)
+        except RuntimeError as exc:
+            if "already exists" not in str(exc):
+                raise
+        return self.url(name)
+
     def new_database(self) -> str:
         """A fresh, empty database's URL."""
         name = f"test_{os.getpid()}_{next(self._names)}"
         self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", name)
         return self.url(name)
+
+
+_TRUNCATE_ALL = """DO $$ DECLARE tables text; BEGIN
+    SELECT string_agg(quote_ident(tablename), ', ') INTO tables FROM pg_tables
+     WHERE schemaname = current_schema() AND tablename <> 'schema_migrations';
+    IF tables IS NOT NULL THEN EXECUTE 'TRUNCATE ' || tables || ' RESTART IDENTITY CASCADE'; END IF;
+END $$"""
+
+
+def kept_cluster(folder: Path, port: int) -> Cluster:
+    """A cluster whose data stays in `folder` between runs (bench/: a store built once): created on first use,
+    started now; the caller stops it (`Cluster.halt`), keeping its data."""
+    server_program("initdb")
+    as_postgres = os.geteuid() == 0
+    folder.mkdir(parents=True, exist_ok=True)
+    if as_postgres:
+        shutil.chown(folder, user="postgres")
+    cluster = Cluster(folder, port, as_postgres)
+    if not (cluster.data / "PG_VERSION").exists():
+        cluster.start()
+    else:
+        cluster.resume()
+    return cluster
 
 
 def start_cluster() -> Cluster:

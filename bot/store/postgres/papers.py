@@ -9,11 +9,15 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
+import asyncpg
+
 from bot.models import Paper, UpsertResult
 from bot.store.announcements import _RANK, headline_from
 from bot.store.papers import DAY, Stored, _is_newer, _paper_values, _stored, from_ts, paper_from_row, to_ts
+from bot.store.postgres.bulk import copy_in, stage
 from bot.store.postgres.database import Database, Row
-from bot.store.postgres.tokens import index_words
+from bot.store.postgres.tokens import indexed
+from bot.store.sql import PAPER_COLUMNS
 
 # The announcement a card shows for the stored version (see bot/store/announcements.py HEADLINE).
 HEADLINE = (
@@ -22,29 +26,23 @@ HEADLINE = (
     " LIMIT 1) AS announced"
 )
 # What a Paper is read from (not the indexed words): "p" is the papers table.
-PAPER = (
-    "p.pk, p.arxiv_id, p.version, p.title, p.abstract, p.authors_json, p.primary_category, p.categories,"
-    " p.published, p.updated, p.comment, p.journal_ref, p.doi, p.authors_omitted, p.provisional"
-)
+PAPER = PAPER_COLUMNS
 _COLUMNS = (
     "arxiv_id, version, title, abstract, authors, authors_json, primary_category, categories, "
     "published, updated, comment, journal_ref, doi, authors_omitted, provisional, "
-    "title_words, abstract_words, authors_words"
+    "title_words, abstract_words, authors_words, words"
 )
-_INSERT = (
-    f"INSERT INTO papers ({_COLUMNS}, first_seen, last_changed) VALUES ({', '.join('?' * 20)})"
-    " ON CONFLICT (arxiv_id) DO NOTHING"
+_WRITTEN = [*_COLUMNS.split(", "), "first_seen", "last_changed"]  # what a batch copies into its staging table
+_SET = ", ".join(
+    f"{c} = LEAST(p.{c}, s.{c})" if c == "published" else f"{c} = s.{c}"  # published keeps the earliest
+    for c in _WRITTEN
+    if c not in ("arxiv_id", "first_seen")  # first_seen is kept across versions
 )
-# published keeps the earliest value seen: the v1 submission time (see the SQLite store).
-_UPDATE = (
-    "UPDATE papers SET version = ?, title = ?, abstract = ?, authors = ?, authors_json = ?, "
-    "primary_category = ?, categories = ?, published = LEAST(published, ?), updated = ?, comment = ?, "
-    "journal_ref = ?, doi = ?, authors_omitted = ?, provisional = ?, title_words = ?, abstract_words = ?, "
-    "authors_words = ?, last_changed = ? WHERE arxiv_id = ?"
-)
+# A batch's categories, from the rows just written (categories is space-joined, primary first).
 _LINK_CATEGORIES = (
-    "INSERT INTO paper_categories (category, published, paper_pk) "
-    "SELECT ?, published, pk FROM papers WHERE arxiv_id = ? ON CONFLICT DO NOTHING"
+    "INSERT INTO paper_categories (category, published, paper_pk)"
+    " SELECT DISTINCT c, p.published, p.pk FROM papers p, unnest(string_to_array(p.categories, ' ')) AS c"
+    " WHERE p.arxiv_id = ANY($1::text[]) ON CONFLICT DO NOTHING"
 )
 
 
@@ -81,13 +79,28 @@ def paper_filter(
     return "".join(f" AND {c}" for c in clauses), params
 
 
-def _values(paper: Paper, words: tuple[str, str, str]) -> tuple[object, ...]:
+def _values(paper: Paper, words: tuple[str, str, str, bytes]) -> tuple[object, ...]:
     return (*_paper_values(paper), *words)
 
 
-async def _words(papers: Sequence[Paper]) -> list[tuple[str, str, str]]:
+async def _words(papers: Sequence[Paper]) -> list[tuple[str, str, str, bytes]]:
+    """Each paper's FTS5 words per column and its tsvector (tokens.py), computed off the event loop."""
     fields = [(p.title, p.abstract, ", ".join(a.name for a in p.authors)) for p in papers]
-    return await asyncio.to_thread(index_words, fields) if fields else []
+    return await asyncio.to_thread(indexed, fields) if fields else []
+
+
+async def _insert_new(conn: asyncpg.Connection, rows: Sequence[Sequence[object]]) -> None:
+    """Insert papers read as not stored: by COPY straight into the table, or, when another process stored one of
+    them meanwhile, through a staging table that skips those (ON CONFLICT DO NOTHING, as one row at a time)."""
+    try:
+        async with conn.transaction():  # a savepoint: a conflict undoes this COPY only
+            await copy_in(conn, "papers", _WRITTEN, rows)
+    except asyncpg.UniqueViolationError:
+        staging = await stage(conn, "papers", _WRITTEN, rows)
+        await conn.execute(
+            f"INSERT INTO papers ({', '.join(_WRITTEN)}) SELECT {', '.join(_WRITTEN)} FROM {staging}"
+            " ON CONFLICT (arxiv_id) DO NOTHING"
+        )
 
 
 class PaperRepo:
@@ -126,30 +139,30 @@ class PaperRepo:
             new = [p for aid, p in latest.items() if aid not in stored]
             changed = [p for aid, p in latest.items() if aid in stored and _is_newer(p, stored[aid])]
             words = await _words([*new, *changed])
-            await self.db.executemany(
-                _INSERT, [(*_values(p, w), now, now) for p, w in zip(new, words, strict=False)]
-            )
-            if changed:
-                await self.db.executemany(
-                    _UPDATE,
-                    [
-                        (*_values(p, w)[1:], now, p.arxiv_id)
-                        for p, w in zip(changed, words[len(new) :], strict=True)
-                    ],
-                )
-                await self.db.execute(
-                    "DELETE FROM paper_categories WHERE paper_pk IN"
-                    " (SELECT pk FROM papers WHERE arxiv_id = ANY(?::text[]))",
-                    ([p.arxiv_id for p in changed],),
-                )
-            await self.db.executemany(
-                _LINK_CATEGORIES, [(c, p.arxiv_id) for p in (*new, *changed) for c in p.categories]
-            )
+            rows = [(*_values(p, w), now, now) for p, w in zip([*new, *changed], words, strict=True)]
+            await self._write(rows[: len(new)], rows[len(new) :])
         return UpsertResult(
             new=[p.arxiv_id for p in new],
             updated=[p.arxiv_id for p in changed],
             unchanged=len(latest) - len(new) - len(changed),
         )
+
+    async def _write(self, new: Sequence[Sequence[object]], changed: Sequence[Sequence[object]]) -> None:
+        """Insert the new rows and update the changed ones (in the running transaction): each set copied into
+        a staging table (COPY) and written by one statement, then their categories linked again."""
+        async with self.db.transaction() as conn:
+            if new:
+                await _insert_new(conn, new)
+            if changed:
+                staging = await stage(conn, "papers", _WRITTEN, changed)
+                await conn.execute(
+                    f"UPDATE papers p SET {_SET} FROM {staging} s WHERE p.arxiv_id = s.arxiv_id"
+                )
+                await conn.execute(
+                    "DELETE FROM paper_categories WHERE paper_pk IN"
+                    f" (SELECT p.pk FROM papers p JOIN {staging} s USING (arxiv_id))"
+                )
+            await conn.execute(_LINK_CATEGORIES, [r[0] for r in (*new, *changed)])
 
     async def get(self, arxiv_id: str) -> Paper | None:
         row = await self.db.fetchone(

@@ -1,4 +1,5 @@
-"""The PostgreSQL store: one database (DATABASE_URL), one repository per table family, behind `bot.store.Store`."""
+"""The PostgreSQL store: one database (DATABASE_URL), one repository per table family, behind `bot.store.Store`.
+The repositories imported from bot/store/ (not bot/store/postgres/) are written in SQL both engines run."""
 
 from __future__ import annotations
 
@@ -6,18 +7,18 @@ from contextlib import AbstractAsyncContextManager
 from typing import Self
 
 from bot.clock import Clock, SystemClock
-from bot.store.postgres.announcements import AnnouncementRepo
+from bot.store.announcements import AnnouncementRepo
+from bot.store.follows import FollowRepo
 from bot.store.postgres.database import AdvisoryLock, Database
 from bot.store.postgres.deliveries import DeliveryRepo
-from bot.store.postgres.follows import FollowRepo
 from bot.store.postgres.papers import PaperRepo
-from bot.store.postgres.ratings import RatingRepo
-from bot.store.postgres.saved import SavedRepo
 from bot.store.postgres.search import SearchRepo
 from bot.store.postgres.similar import SimilarRepo
 from bot.store.postgres.sources import SourceRepo
 from bot.store.postgres.topics import TopicRepo
 from bot.store.protocol import ProcessLock
+from bot.store.ratings import RatingRepo
+from bot.store.saved import SavedRepo
 from bot.store.sources import BackfillRepo  # written in SQL both engines run
 
 

@@ -1,75 +1,9 @@
-"""Text into words exactly as the store's FTS5 tokenizer splits and folds it (before Porter stemming).
-
-Local matching and the FTS5 prefilter must see the same words, or the prefilter drops true matches. Rather
-than guess (a Python NFKD fold would also fold ß, ligatures and superscripts, which unicode61 keeps), SQLite
-itself is asked how its FOLDING_TOKENIZER treats each non-ASCII character, once per character and process.
-"""
+"""Text into words exactly as the store's FTS5 tokenizer splits and folds it (before Porter stemming): the rule
+lives in bot/fts_tokenizer.py, below both the store (which indexes those words on PostgreSQL) and the query
+language."""
 
 from __future__ import annotations
 
-import re
-import sqlite3
-import threading
+from bot.fts_tokenizer import fold_words
 
-from bot.fts_tokenizer import FOLDING_TOKENIZER
-
-_DIACRITIC = "\x01"  # marks a combining mark: dropped inside a word, a separator elsewhere (as in unicode61)
-_DIACRITIC_IN_WORD = re.compile(r"(?<=[^\s\x01])\x01+")
-_FOLD: dict[int, str] = {c: (chr(c).lower() if chr(c).isalnum() else " ") for c in range(128)}
-_KNOWN: set[str] = {chr(c) for c in range(128)}
-_FOLD_LOCK = threading.Lock()
-
-
-def fold_words(text: str) -> list[str]:
-    """Split text into lower-case, accent-free words, exactly as FTS5's FOLDING_TOKENIZER does."""
-    if not text.isascii():
-        unknown = set(text) - _KNOWN
-        if unknown:
-            _learn_chars(unknown)
-    folded = text.translate(_FOLD)
-    if _DIACRITIC in folded:
-        folded = _DIACRITIC_IN_WORD.sub("", folded).replace(_DIACRITIC, " ")
-    return folded.split()
-
-
-def _learn_chars(chars: set[str]) -> None:
-    """Ask SQLite how unicode61 treats each character, once per character and process."""
-    with _FOLD_LOCK:
-        todo = sorted(c for c in chars if c not in _KNOWN)
-        probe = [c for c in todo if _encodable(c)]
-        learned = _probe_sqlite(probe) if probe else {}
-        for c in todo:
-            _FOLD[ord(c)] = learned.get(c, " ")
-            _KNOWN.add(c)
-
-
-def _encodable(c: str) -> bool:
-    try:
-        c.encode("utf-8")
-    except UnicodeEncodeError:  # lone surrogates: SQLite cannot even receive them
-        return False
-    return True
-
-
-def _probe_sqlite(chars: list[str]) -> dict[str, str]:
-    """Tokenize "a<c>b" for each character: one token "a?b" gives the fold, "ab" a dropped mark, else a gap."""
-    db = sqlite3.connect(":memory:")
-    try:
-        db.execute(f"CREATE VIRTUAL TABLE p USING fts5(x, tokenize='{FOLDING_TOKENIZER}')")
-        db.execute("CREATE VIRTUAL TABLE pv USING fts5vocab(p, 'instance')")
-        db.executemany("INSERT INTO p(rowid, x) VALUES (?, ?)", [(i, f"a{c}b") for i, c in enumerate(chars)])
-        terms: dict[int, list[str]] = {}
-        for doc, term in db.execute("SELECT doc, term FROM pv ORDER BY doc, offset"):
-            terms.setdefault(doc, []).append(term)
-    finally:
-        db.close()
-    learned: dict[str, str] = {}
-    for i, c in enumerate(chars):
-        found = terms.get(i, [])
-        if len(found) == 1 and found[0] == "ab":
-            learned[c] = _DIACRITIC
-        elif len(found) == 1 and len(found[0]) == 3:
-            learned[c] = found[0][1]
-        else:
-            learned[c] = " "
-    return learned
+__all__ = ["fold_words"]

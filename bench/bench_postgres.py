@@ -1,0 +1,235 @@
+"""PostgreSQL at a million papers, side by side with SQLite in one run (issue #12's goals):
+
+- ingest: papers/s storing 20,000 new papers (pages of 1,000, as a poll stores them) into the 1M-paper store;
+- /momentum p95 of a topic over 1M papers (goal on PostgreSQL: <= 50 ms);
+- a new topic matched over 1M papers (goal: <= 2 s);
+- fan-out: 10,000 servers x 3 follows, one poll's 2,000-paper day stored, matched and queued into the outbox
+  (goal: <= 2 s).
+
+    python bench/bench_postgres.py            # 1M papers (the PostgreSQL store is built once, kept in bench/out/)
+    python bench/bench_postgres.py --papers 20000 --servers 500   # a quick run
+
+The SQLite store is bench/out/papers-<N>.sqlite3 (bench/bench_million.py builds it), copied to a temporary folder
+so that nothing in bench/out/ changes. PostgreSQL runs as a local cluster kept in bench/out/postgres/ (Debian's
+postgresql package; fsync off, as the tests' server).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.bench_history import NOW_SECONDS  # noqa: E402
+from bench.bench_million import p95, papers_only  # noqa: E402
+from bench.corpus import Corpus  # noqa: E402
+from bot.clock import FakeClock  # noqa: E402
+from bot.intake import Intake  # noqa: E402
+from bot.models import Paper  # noqa: E402
+from bot.services.momentum import MomentumService  # noqa: E402
+from bot.services.topics import TopicService  # noqa: E402
+from bot.store import Store, open_store  # noqa: E402
+from bot.topics.catalog import CatalogTopic  # noqa: E402
+from bot.topics.index import TopicIndex  # noqa: E402
+from bot.topics.query import parse_query  # noqa: E402
+from tests.store.postgres_cluster import Cluster, kept_cluster  # noqa: E402
+
+OUT = ROOT / "bench" / "out"
+PORT = 54329  # the kept cluster's port (only while this bench runs)
+CATEGORIES = ("cs.AI", "cs.CL", "cs.LG")
+GOAL_INGEST = 5_000  # papers/s
+GOAL_MOMENTUM_MS = 50
+GOAL_NEW_TOPIC_S = 2.0
+GOAL_FANOUT_S = 2.0
+NEW_PAPERS = 20_000
+PAGE = 1_000
+
+
+@dataclass
+class Side:
+    name: str
+    build: float = 0.0  # papers/s building the store (PostgreSQL, when built by this run)
+    ingest: float = 0.0  # papers/s into the 1M store
+    new_topic: float = 0.0  # s
+    matched: int = 0
+    momentum: list[float] = field(default_factory=list)  # ms
+    fanout: float = 0.0  # s
+    queued: int = 0  # outbox rows the day queued
+
+
+async def build_postgres(url: str, size: int, clock: FakeClock) -> float:
+    """Fill the kept PostgreSQL store with the same corpus as SQLite's (once); papers/s, or 0 when built."""
+    store = await open_store(url, clock)
+    try:
+        have = await store.papers.count()
+        if have >= size:
+            return 0.0
+        began, batch = time.perf_counter(), []
+        for paper in Corpus(seed=11).papers(size - have, start=have, end=clock.now()):
+            batch.append(paper)
+            if len(batch) == 5000:
+                await store.papers.upsert(batch, seen_at=clock.now())
+                batch = []
+                done = await store.papers.count()
+                rate = (done - have) / (time.perf_counter() - began)
+                print(
+                    f"\r  building PostgreSQL: {done:,} / {size:,} papers, {rate:,.0f}/s", end="", flush=True
+                )
+        if batch:
+            await store.papers.upsert(batch, seen_at=clock.now())
+        print()
+        return (size - have) / (time.perf_counter() - began)
+    finally:
+        await store.close()
+
+
+async def ingest(store: Store, size: int, clock: FakeClock) -> float:
+    """Papers/s storing NEW_PAPERS new papers a page at a time; they are removed again afterwards."""
+    papers = list(Corpus(seed=12).papers(NEW_PAPERS, start=size, end=clock.now()))
+    papers = [replace(p, arxiv_id=f"9{p.arxiv_id[1:]}") for p in papers]  # ids the corpus never gives
+    began = time.perf_counter()
+    for i in range(0, len(papers), PAGE):
+        await store.papers.upsert(papers[i : i + PAGE], seen_at=clock.now())
+    rate = len(papers) / (time.perf_counter() - began)
+    db = store.db  # type: ignore[attr-defined]
+    await db.execute("DELETE FROM papers WHERE arxiv_id LIKE '9%'")
+    return rate
+
+
+async def topics_and_momentum(side: Side, store: Store, clock: FakeClock, runs: int) -> None:
+    words = Corpus(seed=11).words
+    text = (
+        f'({words[150]} AND {words[300]}) OR ({words[200]} AND {words[400]}) OR ti:"{words[40]} {words[41]}"'
+    )
+    index = TopicIndex(store, clock)
+    service = TopicService(store, index, clock)
+    momentum = MomentumService(store, index, clock, CATEGORIES)
+    began = time.perf_counter()
+    row, side.matched = await service.save_custom(time.time_ns() % 2**40, "Bench topic", text)
+    side.new_topic = time.perf_counter() - began
+    await momentum.topic(row)  # the first call of the day counts the days not cached yet
+    for _ in range(runs):
+        began = time.perf_counter()
+        await momentum.topic(row)
+        side.momentum.append((time.perf_counter() - began) * 1000)
+
+
+async def fanout(side: Side, where: str, servers: int, clock: FakeClock) -> None:
+    """A fresh store with the catalog, `servers` servers following 3 catalog topics each (a channel per
+    follow), then one poll's day of 2,000 papers stored, matched and queued."""
+    store = await open_store(where, clock)
+    try:
+        index = TopicIndex(store, clock)
+        words = Corpus(seed=11).words
+        # 30 topics of the corpus's words (the real catalog's queries name words a synthetic corpus lacks),
+        # each matching about ten papers of a 2,000-paper day, as a catalog topic does.
+        catalog = [
+            CatalogTopic(
+                f"bench-{n}", f"Bench {n}", "", parse_query(f"{words[100 + n]} AND {words[300 + n]}")
+            )
+            for n in range(30)
+        ]
+        await index.start(catalog)
+        topics = [t for t in await store.topics.all() if t.guild_id == 0]
+        rows = [
+            (guild, guild * 10 + k, topics[(guild + k * 7) % len(topics)].id, "each", 8, None, 0, "exact")
+            for guild in range(1, servers + 1)
+            for k in range(3)
+        ]
+        await store.db.executemany(  # type: ignore[attr-defined]
+            "INSERT INTO follows (guild_id, channel_id, topic_id, mode, digest_hour, created_by, created_at, match)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+        day = clock.now() - timedelta(days=1)
+        papers: list[Paper] = list(Corpus(seed=13).papers(2_000, start=0, end=day))
+        intake = Intake(store, index, clock)
+        began = time.perf_counter()
+        for i in range(0, len(papers), PAGE):  # a poll commits a page at a time
+            await intake.store_papers(papers[i : i + PAGE], announce=True)
+        side.fanout = time.perf_counter() - began
+        counted = await store.db.fetchone("SELECT COUNT(*) FROM deliveries")  # type: ignore[attr-defined]
+        side.queued = int(counted[0])
+    finally:
+        await store.close()
+
+
+def report(sides: list[Side], size: int, servers: int, runs: int) -> None:
+    print(f"\n{size:,} papers; fan-out: {servers:,} servers x 3 follows, a 2,000-paper day.\n")
+    print("| | " + " | ".join(s.name for s in sides) + " | goal (PostgreSQL) |")
+    print("|---|" + "---:|" * len(sides) + "---|")
+    print(
+        f"| ingest into the {size:,}-paper store, papers/s | "
+        + " | ".join(f"{s.ingest:,.0f}" for s in sides)
+        + f" | >= {GOAL_INGEST:,} |"
+    )
+    built = [s for s in sides if s.build]
+    if built:
+        print(
+            "| building the store, papers/s | "
+            + " | ".join(f"{s.build:,.0f}" if s.build else "" for s in sides)
+            + " | |"
+        )
+    print(
+        "| a new topic matched over the history, s | "
+        + " | ".join(f"{s.new_topic:.2f} ({s.matched:,} papers)" for s in sides)
+        + f" | <= {GOAL_NEW_TOPIC_S:.0f} s |"
+    )
+    print(
+        f"| /momentum, {runs} calls, p50 / p95 ms | "
+        + " | ".join(f"{statistics.median(s.momentum):.1f} / {p95(s.momentum):.1f}" for s in sides)
+        + f" | p95 <= {GOAL_MOMENTUM_MS} ms |"
+    )
+    print(
+        "| fan-out of a 2,000-paper day into the outbox, s | "
+        + " | ".join(f"{s.fanout:.2f} ({s.queued:,} posts)" for s in sides)
+        + f" | <= {GOAL_FANOUT_S:.0f} s |"
+    )
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--papers", type=int, default=1_000_000)
+    parser.add_argument("--servers", type=int, default=10_000)
+    parser.add_argument("--runs", type=int, default=50, help="momentum calls to time")
+    args = parser.parse_args()
+    clock = FakeClock(datetime.fromtimestamp(NOW_SECONDS, UTC))
+    kept = await papers_only(args.papers)  # SQLite's, built once by bench_million.py
+    cluster: Cluster = kept_cluster(OUT / "postgres", PORT)
+    try:
+        pg_url = cluster.database(f"papers_{args.papers}")
+        postgres = Side("PostgreSQL", build=await build_postgres(pg_url, args.papers, clock))
+        sqlite = Side("SQLite")
+        with tempfile.TemporaryDirectory() as tmp:
+            copy = Path(tmp) / "papers.sqlite3"
+            shutil.copy(kept, copy)
+            for side, where in ((sqlite, str(copy)), (postgres, pg_url)):
+                store = await open_store(where if side is postgres else copy, clock)
+                try:
+                    side.ingest = await ingest(store, args.papers, clock)
+                    await topics_and_momentum(side, store, clock, args.runs)
+                finally:
+                    await store.close()
+            await fanout(sqlite, str(Path(tmp) / "fanout.sqlite3"), args.servers, clock)
+            fan_url = cluster.database(f"fanout_{time.time_ns()}")
+            await fanout(postgres, fan_url, args.servers, clock)
+            cluster.psql("postgres", f"DROP DATABASE {fan_url.rsplit('/', 1)[1]}")
+    finally:
+        cluster.halt()
+    report([sqlite, postgres], args.papers, args.servers, args.runs)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,62 @@
+"""Bulk writes on PostgreSQL: rows go in by COPY (asyncpg's binary copy) into a temporary staging table of the
+same column types, then into their table with one INSERT ... SELECT, so a batch keeps the table's constraints and
+its ON CONFLICT rule while costing one round trip instead of one per row."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+import asyncpg
+
+
+def staging_name(table: str, columns: Sequence[str]) -> str:
+    """One staging table per (table, columns) and connection, emptied at each commit."""
+    digest = hashlib.sha1(" ".join(columns).encode()).hexdigest()[:10]
+    return f"staging_{table}_{digest}"
+
+
+async def stage(
+    conn: asyncpg.Connection, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+) -> str:
+    """COPY `rows` into the staging table of `table`'s `columns` (inside the caller's transaction); its name."""
+    staging = staging_name(table, columns)
+    names = ", ".join(columns)
+    await conn.execute(
+        f"CREATE TEMP TABLE IF NOT EXISTS {staging} ON COMMIT DELETE ROWS AS"
+        f" SELECT {names} FROM {table} WITH NO DATA"
+    )
+    await conn.execute(f"TRUNCATE {staging}")  # a second batch of the same transaction starts empty
+    await copy_in(conn, staging, columns, rows)
+    return staging
+
+
+async def copy_in(
+    conn: asyncpg.Connection, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+) -> None:
+    """COPY `rows` into `table` (binary; a tsvector given as bytes in PostgreSQL's binary form)."""
+    # asyncpg has no tsvector codec: for this copy only (a codec stays on the connection), bytes pass as they are.
+    await conn.set_type_codec("tsvector", schema="pg_catalog", encoder=bytes, decoder=bytes, format="binary")
+    try:
+        await conn.copy_records_to_table(table, records=rows, columns=list(columns))
+    finally:
+        await conn.reset_type_codec("tsvector", schema="pg_catalog")
+
+
+async def insert_copied(
+    conn: asyncpg.Connection,
+    table: str,
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    *,
+    conflict: str = "ON CONFLICT DO NOTHING",
+) -> int:
+    """Insert `rows` into `table` through a staging table, each under `conflict`; the rows inserted."""
+    if not rows:
+        return 0
+    staging = await stage(conn, table, columns, rows)
+    names = ", ".join(columns)
+    status = await conn.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM {staging} {conflict}")
+    last = status.rsplit(" ", 1)[-1]
+    return int(last) if last.isdigit() else 0

@@ -1,0 +1,109 @@
+"""Ingest on PostgreSQL: papers go in by COPY with a tsvector the store builds itself (bot/store/postgres/tokens.py),
+which must equal the one PostgreSQL's own parser made of the same words (the generated column it replaced)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections.abc import AsyncIterator
+from dataclasses import replace
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bot.clock import FakeClock
+from bot.models import Paper
+from bot.store.postgres import PostgresStore
+from tests.factories import make_paper
+from tests.topics.strategies import papers
+
+# What migration 0001 generated `words` from, and what the search's tsqueries still assume it holds.
+PARSED = (
+    "setweight(to_tsvector('simple'::regconfig, title_words), 'A')"
+    " || setweight(to_tsvector('simple'::regconfig, abstract_words), 'B')"
+    " || setweight(to_tsvector('simple'::regconfig, authors_words), 'C')"
+)
+EDGES = [
+    make_paper(
+        1, title="Ünïcode façade ß ﬁ naïve 漢字 résumé 91e607f x2a", abstract="Schrödinger’s café, Ångström."
+    ),
+    make_paper(2, title="", abstract="learning " * 300, authors=()),  # > 256 positions of one word
+    make_paper(
+        3, title="many words", abstract=" ".join(f"w{i}" for i in range(17_000))
+    ),  # past position 16,383
+    make_paper(4, title="a" * 2_100 + " short", abstract="é" * 1_100 + " tail"),  # words too long to index
+]
+
+
+async def differing(store: PostgresStore) -> list[str]:
+    rows = await store.db.fetchall(f"SELECT arxiv_id FROM papers WHERE words IS DISTINCT FROM ({PARSED})")
+    return [r[0] for r in rows]
+
+
+@pytest.fixture
+async def postgres(postgres_url: str, clock: FakeClock) -> AsyncIterator[PostgresStore]:
+    store = await PostgresStore.open(postgres_url, clock)
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+async def test_built_tsvectors_equal_postgresqls_on_edge_cases(
+    postgres: PostgresStore, clock: FakeClock
+) -> None:
+    result = await postgres.papers.upsert(EDGES, seen_at=clock.now())
+    assert len(result.new) == len(EDGES)
+    assert await differing(postgres) == []
+    revised = [make_paper(1, version=2, title="Revised façade", abstract="New words")]
+    assert (await postgres.papers.upsert(revised, seen_at=clock.now())).updated == [revised[0].arxiv_id]
+    assert await differing(postgres) == []
+    rows = await postgres.db.fetchall("SELECT arxiv_id FROM papers WHERE words @@ 'revis & facad'::tsquery")
+    assert [r[0] for r in rows] == [revised[0].arxiv_id]
+
+
+async def test_built_tsvectors_equal_postgresqls(postgres: PostgresStore, clock: FakeClock) -> None:
+    """On generated papers (any text the topic tests use), a batch at a time."""
+    loop = asyncio.get_running_loop()
+
+    async def check(corpus: list[Paper]) -> None:
+        await postgres.db.execute("TRUNCATE papers CASCADE")
+        await postgres.papers.upsert(corpus, seen_at=clock.now())
+        assert await differing(postgres) == []
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(st.lists(papers, min_size=1, max_size=8))
+    def property(corpus: list[Paper]) -> None:
+        numbered = [replace(p, arxiv_id=f"2601.{i:05d}") for i, p in enumerate(corpus)]
+        asyncio.run_coroutine_threadsafe(check(numbered), loop).result()
+
+    await asyncio.to_thread(property)
+
+
+async def test_a_paper_another_process_stores_meanwhile_is_kept_once(
+    postgres_url: str, clock: FakeClock
+) -> None:
+    """Two processes (two stores on one database) store the same paper at once: the second's batch, which read
+    it as new, skips it when the first commits, and stores the rest."""
+    first, second = make_paper(1, title="First process's copy"), make_paper(1, title="Second process's copy")
+    other = make_paper(2)
+    async with (
+        await PostgresStore.open(postgres_url, clock) as one,
+        await PostgresStore.open(postgres_url, clock) as two,
+    ):
+        async with one.transaction():
+            await one.papers.upsert([first], seen_at=clock.now())
+            racing = asyncio.create_task(  # a context of its own: a process outside the first's transaction
+                two.papers.upsert([second, other], seen_at=clock.now()), context=contextvars.Context()
+            )
+            while not await one.db.fetchone(  # the second's COPY waits on the first's uncommitted row
+                "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
+            ):
+                assert not racing.done(), racing.result()
+        result = await racing
+        assert result.new == [second.arxiv_id, other.arxiv_id]  # as read before the first committed
+        assert [p.title for p in [await two.papers.get(first.arxiv_id)] if p] == [first.title]
+        assert await two.papers.get(other.arxiv_id) is not None
+        assert await two.papers.count() == 2
+        assert await differing(two) == []
