@@ -18,6 +18,7 @@ from bot.models import CATALOG_GUILD, Paper, PendingDelivery, TopicRow, find_nam
 from bot.store.database import Database
 from bot.store.papers import paper_filter, paper_from_row, to_ts
 from bot.store.protocol import TopicNameTaken
+from bot.store.topic_days import TopicDayCounts
 from bot.topic_tree import Hierarchy
 
 
@@ -26,7 +27,7 @@ def _topic(row: aiosqlite.Row) -> TopicRow:
     return TopicRow(*(row[name] for name in fields))
 
 
-class TopicRepo:
+class TopicRepo(TopicDayCounts):
     def __init__(self, db: Database) -> None:
         self.db = db
 
