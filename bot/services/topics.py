@@ -440,12 +440,15 @@ class TopicService:
                 raise TopicError(f"This server already has a topic named like “{plan.name}”.") from None
         else:
             left = self.index.lineage(plan.current.id)[1:]
+            if plan.changes_query:  # first: a history match of the old query stops before its next write
+                self.index.register(plan.current, plan.query)
             try:
                 row, _ = await self.store.topics.change(plan.current.id, query=plan.query.text, at=now)
                 if plan.changes_parent:
                     await self.store.topics.set_parent(row.id, parent_id, now)
                     row = replace(row, parent_id=parent_id)
             except LookupError:
+                self.index.forget(plan.current.id)
                 raise TopicError(
                     f"“{plan.name}” was deleted meanwhile: run /follow again to create it."
                 ) from None

@@ -478,16 +478,19 @@ class TopicIndex:
         history = self._confirmed_history(query, since=since, progress=progress)
         async with aclosing(history) as confirming:
             async for checked, papers in confirming:
-                current = self._queries.get(topic_id)
-                if current != query and (current is not None or registered):
-                    log.debug("topic %d changed during its history match: stopped", topic_id)
-                    return added, False
-                above = self.lineage(topic_id)[1:] if topic_id in self._owners else []
-                added += await self.store.topics.add_matches(
-                    [(topic_id, p.arxiv_id) for p in papers],
-                    self.clock.now(),
-                    through=[(a, p.arxiv_id) for a in above for p in papers],
-                )
+                # Checked inside the write: a query change registers before its store change drops the
+                # matches, so no batch of the old query is written after that.
+                async with self.store.transaction():
+                    current = self._queries.get(topic_id)
+                    if current != query and (current is not None or registered):
+                        log.debug("topic %d changed during its history match: stopped", topic_id)
+                        return added, False
+                    above = self.lineage(topic_id)[1:] if topic_id in self._owners else []
+                    added += await self.store.topics.add_matches(
+                        [(topic_id, p.arxiv_id) for p in papers],
+                        self.clock.now(),
+                        through=[(a, p.arxiv_id) for a in above for p in papers],
+                    )
                 progress.advance(checked)
                 if on_progress is not None:
                     on_progress(progress)
