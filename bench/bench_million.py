@@ -69,6 +69,7 @@ class Result:
     size: int
     ready_first: float = 0.0  # s, a first start: every catalog topic's history to match
     history_s: float = 0.0  # s, that matching, in the background
+    follow_history_s: float = 0.0  # s, the broad follows' histories still matching once they all answered
     ready_again: float = 0.0  # s, a restart
     concurrent: dict[str, list[float]] = field(default_factory=dict)  # the other member's /topics, ms
     timings: dict[str, list[float]] = field(default_factory=dict)  # command -> ms to the full answer
@@ -168,6 +169,9 @@ async def one_size(
                 await a.run("follow", topic="RL Post-Training")
                 await a.run("follow", topic="Mid", query=words["mid"])
                 await concurrency(result, a, b, words)
+                began = time.perf_counter()  # the broad follows' histories, matched in the background
+                await bot.ctx.match_history()  # drained before the mix, which times commands alone
+                result.follow_history_s = time.perf_counter() - began
                 result.rss_before = rss_mib()
                 await command_mix(result, a, words, mix, size)
                 result.rss_after = rss_mib()
@@ -283,6 +287,11 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
     )
     row("catalog history matched, in the background, after", [f"{r.history_s:.1f} s" for r in results], "-")
     row("ready to answer, restart", [f"{r.ready_again:.2f} s" for r in results], f"<= {GOAL_READY_S:.0f} s")
+    row(
+        "5 broad /follows: their histories still to match, in the background, after the last answer",
+        [f"{r.follow_history_s:.1f} s" for r in results],
+        "-",
+    )
     for name in ("search", "follow"):
         row(
             f"another member's /topics during the most expensive /{name}: first response, worst of 5",

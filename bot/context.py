@@ -140,8 +140,8 @@ async def open_context(
         min_interval=settings.arxiv_min_interval_seconds,
         deadline=settings.arxiv_request_deadline_seconds,
     )
+    index = TopicIndex(store, clock)
     try:
-        index = TopicIndex(store, clock)
         catalog = [*load_catalog(), *extra_topics]
         await index.start(catalog, history_later=history_in_background)
         scorer = LearnedScorer(
@@ -163,6 +163,7 @@ async def open_context(
         feeds = FeedReader(polite) if rss_enabled(settings) else None
         yield AppContext(settings, clock, services, intake, store, arxiv, feeds, index)
     finally:
+        await index.stop()  # background history work: its queue stays in the store for the next start
         await http.aclose()
         if llm_http is not None:
             await llm_http.aclose()

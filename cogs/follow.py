@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import timedelta
 from typing import Literal
 
 import discord
@@ -13,36 +15,23 @@ from discord.ext import commands
 
 from bot.app import PaperBot
 from bot.errors import PaperwatchError
-from bot.models import Follow, Mode, Paper, TopicRow
-from bot.momentum import Momentum
-from bot.render import (
-    CONTENT_LIMIT,
-    DESCRIPTION_LIMIT,
-    EMBED_TOTAL_LIMIT,
-    TITLE_LIMIT,
-    clip,
-    code_block,
-    embed_size,
-    fit_lines,
-    human_join,
-    inert_markdown,
-    paper_compact_line,
-    safe_name,
-)
-from bot.services.follows import (
-    DEFAULT_DIGEST_HOUR,
-    DEFAULT_MATCH,
-    Followed,
-    HistoryProgress,
-    UnfollowPlan,
-)
-from bot.services.topics import MAX_NAME_LENGTH, MAX_QUERY_LENGTH, NO_PARENT, TopicTree
+from bot.render import EMBED_TOTAL_LIMIT, embed_size, human_join, safe_name
+from bot.services.follows import DEFAULT_DIGEST_HOUR, DEFAULT_MATCH, Followed, UnfollowPlan
+from bot.services.topics import MAX_NAME_LENGTH, MAX_QUERY_LENGTH, NO_PARENT
 from cogs.common import guild_id_of, services, topic_autocomplete
+from cogs.follow_replies import (
+    NO_FOLLOWS,
+    FollowTarget,
+    follow_message,
+    mentions_text,
+    topic_note,
+    topics_embed,
+    tree_embed,
+)
 
 PREVIEW_PAPERS = 3
-MENTIONS_SHOWN = 10
-
-FollowTarget = discord.TextChannel | discord.ForumChannel
+# An interaction's reply can be edited for 15 minutes: a longer history match stops editing a little before.
+REPLY_EDITABLE = timedelta(minutes=14)
 
 
 class FollowChannel(app_commands.Transformer):
@@ -77,16 +66,6 @@ _FORUM_NEEDS = (
     ("send_messages_in_threads", "Send Messages in Posts"),
     ("embed_links", "Embed Links"),
 )
-
-
-def mode_text(mode: Mode, digest_hour: int) -> str:
-    return "one post per paper" if mode == "each" else f"a daily digest at {digest_hour:02d}:00 UTC"
-
-
-def mentions_text(channel_ids: Sequence[int]) -> str:
-    shown = [f"<#{cid}>" for cid in channel_ids[:MENTIONS_SHOWN]]
-    more = len(channel_ids) - len(shown)
-    return human_join([*shown, f"{more} more"] if more else shown)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -165,162 +144,13 @@ def require_bot_may_post(channel: FollowTarget) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Replies
-
-
-def follow_message(
-    *,
-    topic: TopicRow,
-    channel: FollowTarget,
-    follow: Follow,
-    is_new: bool,
-    topic_note: str | None,
-    momentum: Momentum,
-    latest: Sequence[Paper],
-) -> str:
-    """The public announcement, which doubles as a preview: query, momentum and the latest matches."""
-    name = safe_name(topic.name)
-    how = mode_text(follow.mode, follow.digest_hour)
-    head = (
-        f"{channel.mention} now follows **{name}**."
-        if is_new
-        else (f"{channel.mention} already followed **{name}**: updated to {how}.")
-    )
-    top = [
-        head,
-        *([topic_note] if topic_note else []),
-        code_block(topic.query),
-        clip(momentum.sentence(), 400),
-    ]
-    tail = (
-        f"Posts start with papers that arrive from now on (no flood of history), as {how}. "
-        "Older papers: /latest."
-    )
-    lines = [paper_compact_line(p) for p in latest]
-    while True:
-        preview = ["**Latest matches**", *lines] if lines else ["No stored paper matches yet."]
-        text = "\n".join([*top, *preview, tail])
-        if len(text) <= CONTENT_LIMIT or not lines:
-            return clip(text, CONTENT_LIMIT)
-        lines.pop()  # a very long query leaves less room: show fewer papers rather than cut one
-
-
-def follow_line(follow: Follow, tree: TopicTree | None = None, ratings: int = 0) -> str:
-    """A follow, its topic shown where it sits in the tree ("RL Post-Training › GRPO"), and how many of this
-    server's 👍 / 👎 its learned scorer learns from."""
-    last = (
-        f"last post {discord.utils.format_dt(follow.last_post_at, 'R')}"
-        if follow.last_post_at
-        else "no posts yet"
-    )
-    how = "each paper" if follow.mode == "each" else f"digest {follow.digest_hour:02d}:00 UTC"
-    name = (tree.label(follow.topic_id) if tree is not None else "") or follow.topic_name
-    receives = " · with suggestions" if follow.match == "suggested" else ""
-    receives += f" · learns from {ratings} rating{'s' * (ratings != 1)}" if ratings else ""
-    line = f"**{safe_name(name)}** → <#{follow.channel_id}> · {how}{receives} · {last}"
-    if follow.broken_reason:
-        reason = inert_markdown(clip(follow.broken_reason, 200))
-        line += f"\n⚠️ broken: {reason}. Fix the channel's permissions, then /follow again."
-    return line
-
-
-def topics_embed(
-    guild_name: str,
-    follows: Sequence[Follow],
-    tree: TopicTree | None = None,
-    ratings: Mapping[int, int] | None = None,
-) -> discord.Embed:
-    counts = ratings or {}
-    embed = discord.Embed(
-        title=clip(f"Followed in {guild_name}", TITLE_LIMIT),
-        description=fit_lines(
-            [follow_line(f, tree, counts.get(f.topic_id, 0)) for f in follows], DESCRIPTION_LIMIT
-        ),
-    )
-    broken = sum(f.broken for f in follows)
-    count = f"{len(follows)} follow" + ("" if len(follows) == 1 else "s")
-    footer = count + (f" · {broken} broken (see /status)" if broken else "")
-    return embed.set_footer(text=footer)
-
-
-INDENT = "\u2003"  # an em space: Discord keeps it at the start of a line, where it drops plain spaces
-TREE_FOOTER = (
-    "A paper of a topic belongs to every topic above it. Bold: followed here. Follow one with /follow "
-    "topic:<name>; put this server's own topic under one with /follow topic:<yours> parent:<name>."
-)
-
-
-def tree_line(depth: int, topic: TopicRow, followed: bool, query_only: bool = False) -> str:
-    name = safe_name(topic.name)
-    marks = ("**" + name + "**" if followed else name) + ("" if topic.is_catalog else " · this server's")
-    marks += " · query-only" if query_only else ""
-    return INDENT * depth + ("└ " if depth else "") + marks
-
-
-def tree_embed(
-    tree: TopicTree,
-    followed: set[int],
-    budget: int = EMBED_TOTAL_LIMIT,
-    query_only: set[int] | frozenset[int] = frozenset(),
-) -> discord.Embed:
-    """The topics this server can follow, as the tree they form, within `budget` characters of embed text;
-    those without a learned scorer (no suggestions) are marked query-only."""
-    footer = TREE_FOOTER + (" " + QUERY_ONLY_NOTE if query_only else "")
-    embed = discord.Embed(title="Topics").set_footer(text=footer)
-    room = max(0, min(DESCRIPTION_LIMIT, budget - embed_size(embed)))
-    lines = [
-        tree_line(depth, topic, topic.id in followed, topic.id in query_only) for depth, topic in tree.rows
-    ]
-    embed.description = fit_lines(lines, room) or None
-    return embed
-
-
-QUERY_ONLY_NOTE = (
-    "Query-only: too few papers for the learned scorer yet, so /follow match:suggested adds nothing there."
-)
-
-
-NO_FOLLOWS = (
-    "This server follows no topics yet. Start with /follow topic:<name>: pick a topic from the list, "
-    "or type a new name and give an arXiv query to create your own."
-)
-
-
-class HistoryReply:
-    """Shows in a deferred /follow reply how far a long history match has come ("Matching history: 40%…"),
-    edited in at each tenth, one edit at a time; a history matched in one batch shows nothing."""
-
-    def __init__(self, interaction: discord.Interaction) -> None:
-        self.interaction = interaction
-        self.shown = -1
-        self.edit: asyncio.Task[object] | None = None
-        self.edited = False
-
-    def progress(self, progress: HistoryProgress) -> None:
-        tenth = int(progress.share * 10)
-        if not 0 < progress.share < 1 or tenth <= self.shown or (self.edit and not self.edit.done()):
-            return
-        self.shown, self.edited = tenth, True
-        text = matching_text(progress.share)
-        self.edit = asyncio.create_task(self.interaction.edit_original_response(content=text))
-
-    async def settled(self) -> None:
-        if self.edit is not None:
-            with contextlib.suppress(discord.HTTPException):  # a lost progress edit loses nothing
-                await self.edit
-
-
-def matching_text(share: float) -> str:
-    return f"Matching history: {share:.0%}… (every stored paper is checked against the query)"
-
-
-# ---------------------------------------------------------------------------------------------------------
 # The cog
 
 
 class FollowCog(commands.Cog):
     def __init__(self, bot: PaperBot) -> None:
         self.bot = bot
+        self._watchers: set[asyncio.Task[None]] = set()  # answers edited while a history is matched
 
     @app_commands.command(name="follow", description="Post a topic's new papers in a channel of this server")
     @app_commands.guild_only()
@@ -366,23 +196,55 @@ class FollowCog(commands.Cog):
             require_may_change_topic(member, plan.topic_name, plan.guarded, target.guild)
         await interaction.response.defer(thinking=True)  # history matching and momentum take a while
 
-        shown = HistoryReply(interaction)
-        done = await use.follows.follow(plan, shown.progress)
-        await shown.settled()
-        guild_id = guild_id_of(interaction)
-        text = follow_message(
+        # A history longer than a batch is matched in the background: the answer comes at once, and is
+        # edited as the match goes on (`_follow_history`); the store's queue keeps it across a restart.
+        done = await use.follows.follow(plan, history_later=True)
+        await interaction.followup.send(await self._answer(interaction, target, done, topic_note(done)))
+        if done.matching is not None:
+            watcher = asyncio.create_task(self._follow_history(interaction, target, done))
+            self._watchers.add(watcher)
+            watcher.add_done_callback(self._watchers.discard)
+
+    async def _answer(
+        self, interaction: discord.Interaction, target: FollowTarget, done: Followed, note: str | None
+    ) -> str:
+        use, guild_id = services(interaction), guild_id_of(interaction)
+        return follow_message(
             topic=done.topic,
             channel=target,
             follow=done.follow,
             is_new=done.is_new,
-            topic_note=_topic_note(done),
+            topic_note=note,
             momentum=await use.momentum.topic(done.topic, guild_id=guild_id),
             latest=await use.history.latest(done.topic, PREVIEW_PAPERS, guild_id),
         )
-        if shown.edited:  # the reply shows the progress: it becomes the answer
-            await interaction.edit_original_response(content=text)
-        else:
-            await interaction.followup.send(text)
+
+    async def _follow_history(
+        self, interaction: discord.Interaction, target: FollowTarget, done: Followed
+    ) -> None:
+        """Edit the answer at each tenth of the history matched in the background, then into the full answer
+        (what the topic holds, its momentum and latest papers), while Discord lets the reply be edited."""
+        use = services(interaction)
+        until = self.bot.ctx.clock.now() + REPLY_EDITABLE
+        shown = 0
+        with contextlib.suppress(discord.HTTPException):  # a lost edit loses nothing: /status shows it too
+            async for share in use.follows.history_steps(done.topic):
+                if self.bot.ctx.clock.now() > until:
+                    return
+                if int(share * 10) > shown and share < 1:  # done: the full answer follows
+                    shown = int(share * 10)
+                    note = topic_note(done, share)
+                    await interaction.edit_original_response(
+                        content=await self._answer(interaction, target, done, note)
+                    )
+            if self.bot.ctx.clock.now() <= until:
+                finished = replace(done, matched=await use.follows.matched(done.topic), matching=None)
+                text = await self._answer(interaction, target, finished, topic_note(finished))
+                await interaction.edit_original_response(content=text)
+
+    async def cog_unload(self) -> None:
+        for watcher in list(self._watchers):
+            watcher.cancel()
 
     @app_commands.command(name="unfollow", description="Stop posting a topic's papers in this server")
     @app_commands.guild_only()
@@ -458,26 +320,6 @@ class FollowCog(commands.Cog):
         first = topics_embed(guild_name, follows, tree, ratings)
         second = tree_embed(tree, followed, EMBED_TOTAL_LIMIT - embed_size(first), query_only)
         await interaction.response.send_message(embeds=[first, second], ephemeral=True)
-
-
-def _topic_note(done: Followed) -> str | None:
-    papers = "1 stored paper matches" if done.matched == 1 else f"{done.matched:,} stored papers match"
-    name = safe_name(done.topic.name)
-    under = f" under **{safe_name(done.parent.name)}**" if done.parent is not None else ""
-    counts = (
-        f" Its papers count for **{safe_name(done.parent.name)}** too"
-        + (" in this server only." if done.parent.is_catalog else ".")
-        if done.parent is not None
-        else ""
-    )
-    if done.created_topic:
-        return f"Created this server's topic **{name}**{under}: {papers}.{counts}"
-    if done.changed_query:
-        moved = f" and put it{under or ' at the top'}" if done.moved else ""
-        return f"Changed the query of **{name}**{moved}; its history was matched again: {papers}.{counts}"
-    if done.moved:
-        return f"Put **{name}**{under or ' at the top of the tree'}: {papers}.{counts}"
-    return None
 
 
 async def setup(bot: PaperBot) -> None:

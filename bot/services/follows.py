@@ -9,8 +9,9 @@ two: the plan holds the plain data that decision needs.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 
 from bot.clock import Clock
 from bot.errors import PaperwatchError
@@ -26,6 +27,7 @@ MATCHES: tuple[MatchKind, ...] = ("exact", "suggested")
 # learned scorer"), the scorer's suggestions moved RL Post-Training from 93.4% to 94.5% recall at 92.4% -> 90.5%
 # precision: too close to the 90% floor to be everyone's default; a server opts in per follow.
 DEFAULT_MATCH: MatchKind = "exact"
+_EVER = (datetime(1970, 1, 1, tzinfo=UTC), datetime(2200, 1, 1, tzinfo=UTC))
 
 
 class FollowError(PaperwatchError):
@@ -97,6 +99,9 @@ class Followed:
     matched: int  # stored papers the created or changed topic matches
     moved: bool = False  # the server's own topic was put under another (or back at the top)
     parent: TopicRow | None = None  # the topic it sits under, when it was created or moved
+    # The topic's history still being matched in the background (`matched` counts what is done so far); None
+    # when it was matched before the answer.
+    matching: HistoryProgress | None = None
 
 
 @dataclass(frozen=True)
@@ -173,13 +178,18 @@ class FollowService:
         return replace(plan, guarded=tuple(dict.fromkeys(following)))
 
     async def follow(
-        self, plan: FollowPlan, on_progress: Callable[[HistoryProgress], None] | None = None
+        self,
+        plan: FollowPlan,
+        on_progress: Callable[[HistoryProgress], None] | None = None,
+        *,
+        history_later: bool = False,
     ) -> Followed:
         """Carry out a plan: create or change the server's topic (matching its history, `on_progress` called
-        after each batch), then follow it."""
+        after each batch; with `history_later`, a history longer than a batch is matched in the background,
+        in the store's queue, and `Followed.matching` follows it), then follow it."""
         matched = 0
         if plan.topic_plan is not None:
-            topic, matched = await self.topics.save(plan.topic_plan, on_progress)
+            topic, matched = await self.topics.save(plan.topic_plan, on_progress, history_later=history_later)
         else:
             assert plan.topic is not None  # a plan names a topic or plans one
             topic = plan.topic
@@ -198,7 +208,22 @@ class FollowService:
             matched,
             moved=moved,
             parent=topic_plan.parent if topic_plan is not None else None,
+            matching=self.topics.index.history_progress(topic.id) if topic_plan is not None else None,
         )
+
+    async def history_steps(self, topic: TopicRow) -> AsyncIterator[float]:
+        """While the topic's history is matched in the background: the share done, at once and after each
+        step (a step taken while the caller was busy is folded into the next); ends when it is matched."""
+        index = self.topics.index
+        while (progress := index.history_progress(topic.id)) is not None:
+            yield progress.share
+            if index.history_progress(topic.id) is progress:
+                progress.changed.clear()
+                await progress.changed.wait()
+
+    async def matched(self, topic: TopicRow) -> int:
+        """How many stored papers the topic holds (once its history is matched: what a /follow reply shows)."""
+        return await self.store.topics.count_matches(topic.id, *_EVER)
 
     async def follow_topic(
         self,

@@ -17,7 +17,8 @@ from bot.models import HIGHLIGHT_START as HIGHLIGHT_START
 from bot.services.topics import TopicError, TopicLimits
 from bot.sources.arxiv_api import ArxivClient
 from bot.store import Store
-from bot.topics.index import TopicIndex, confirmed
+from bot.topics.confirm import confirmed
+from bot.topics.index import TopicIndex
 from bot.topics.query import TopicQuery
 
 MAX_LATEST = 50  # papers one /latest lists

@@ -4,8 +4,9 @@ from another; the share's denominator is counted once per distinct set of catego
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import timedelta
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 
 from bot.clock import Clock
 from bot.models import CATALOG_GUILD, TopicRow
@@ -20,6 +21,12 @@ from bot.momentum import (
 )
 from bot.store import Store
 from bot.topics.index import TopicIndex, categories_in
+
+DAY = 86_400  # seconds: the store keeps each topic's matches per unix day
+
+
+def _seconds(moment: datetime) -> int:
+    return int(moment.timestamp())
 
 
 class MomentumService:
@@ -59,12 +66,10 @@ class MomentumService:
         prev_start, start, end = window_bounds(now, weeks)
         ids = [t.id for t in topics]
         including = {t.id: self.index.within(t.id, guild_id) for t in topics}
-        windows = await self.store.topics.counts_between(ids, [prev_start, start, end], including=including)
+        windows = await self._counts(ids, [prev_start, start, end], including)
         first = week_start(now) - timedelta(weeks=SERIES_WEEKS - 1)
         edges = [first + timedelta(weeks=i) for i in range(SERIES_WEEKS)]
-        weekly = await self.store.topics.counts_between(
-            ids, [*edges, now + timedelta(seconds=1)], including=including
-        )
+        weekly = await self._counts(ids, [*edges, now + timedelta(seconds=1)], including)
         suggested = await self.store.topics.count_suggested(ids, start, end)  # shown beside, not counted
         named = await self._topic_categories(topics)
         all_new: dict[tuple[str, ...], int] = {}
@@ -95,6 +100,33 @@ class MomentumService:
                 )
             )
         return momenta
+
+    async def _counts(
+        self, ids: Sequence[int], bounds: Sequence[datetime], including: Mapping[int, Sequence[int]]
+    ) -> dict[int, list[int]]:
+        """Each topic's matches per window between consecutive bounds: whole days added up from the store's
+        per-day counts (a row per topic and day, however many papers the weeks hold), the rest of the last
+        day counted directly. A topic counting other topics' papers too (each paper once) counts directly."""
+        if any(including.values()) or any(_seconds(b) % DAY for b in bounds[:-1]):
+            return await self.store.topics.counts_between(ids, bounds, including=including)
+        first, last = _seconds(bounds[0]) // DAY, _seconds(bounds[-1]) // DAY
+        days = await self.store.topics.day_counts(ids, first, last)
+        midnight = datetime.fromtimestamp(last * DAY, UTC)
+        tail = (
+            await self.store.topics.counts_between(ids, [midnight, bounds[-1]])
+            if bounds[-1] > midnight
+            else {}
+        )
+        counts = {}
+        for topic_id in ids:
+            per_day = days[topic_id]
+            windows = [
+                sum(per_day[_seconds(lo) // DAY - first : min(_seconds(hi) // DAY, last) - first])
+                for lo, hi in pairwise(bounds)
+            ]
+            windows[-1] += tail[topic_id][0] if tail else 0
+            counts[topic_id] = windows
+        return counts
 
     async def _topic_categories(self, topics: Sequence[TopicRow]) -> dict[int, tuple[str, ...]]:
         """The stored categories each topic's query restricts it to (cat: terms), () when it names none."""

@@ -208,6 +208,7 @@ class TopicService:
     async def _retrain(self, topic_id: int) -> object:
         assert self.scorer is not None
         try:
+            await self.index.settled(topic_id)  # it learns from the topic's matches: all of them
             return await self.scorer.refresh([topic_id])
         except Exception:  # a failed retrain leaves the topic query-only; the daily job tries again
             log.exception("retraining the scorer of topic %d failed", topic_id)
@@ -408,11 +409,16 @@ class TopicService:
             )
 
     async def save(
-        self, plan: TopicPlan, on_progress: Callable[[HistoryProgress], None] | None = None
+        self,
+        plan: TopicPlan,
+        on_progress: Callable[[HistoryProgress], None] | None = None,
+        *,
+        history_later: bool = False,
     ) -> tuple[TopicRow, int]:
         """Carry out a plan: create the topic, or give it its new query (matching the stored history) or its new
         place (recomputing what the ancestors it leaves and joins hold through it). Returns the topic and how
-        many stored papers it holds now (0 when nothing changed)."""
+        many stored papers it holds now (0 when nothing changed). With `history_later`, a history longer than
+        a batch is matched in the background (TopicIndex.match_soon; `index.history_progress` follows it)."""
         if plan.current is not None and not plan.changes_anything:
             return plan.current, 0
         self._check_rate(plan.guild_id)  # again: another change may have come in since the plan
@@ -434,19 +440,25 @@ class TopicService:
                 raise TopicError(f"This server already has a topic named like “{plan.name}”.") from None
         else:
             left = self.index.lineage(plan.current.id)[1:]
+            if plan.changes_query:  # first: a history match of the old query stops before its next write
+                self.index.register(plan.current, plan.query)
             try:
                 row, _ = await self.store.topics.change(plan.current.id, query=plan.query.text, at=now)
                 if plan.changes_parent:
                     await self.store.topics.set_parent(row.id, parent_id, now)
                     row = replace(row, parent_id=parent_id)
             except LookupError:
+                self.index.forget(plan.current.id)
                 raise TopicError(
                     f"“{plan.name}” was deleted meanwhile: run /follow again to create it."
                 ) from None
         self._recent_changes(plan.guild_id).append(now)
         self.index.register(row, plan.query)
         if plan.changes_query:
-            await self.index.match_history(row.id, plan.query, on_progress=on_progress)
+            if history_later:
+                await self.index.match_soon(row.id, plan.query, on_progress=on_progress)
+            else:
+                await self.index.match_history(row.id, plan.query, on_progress=on_progress)
             self.retrain_soon(row.id)
         if plan.changes_parent:
             await self.index.rebuild([*left, *self.index.lineage(row.id)[1:]])

@@ -129,6 +129,10 @@ class TopicRepository(Protocol):
         gets zeros. A topic's count also takes, each paper once, the papers of the topics `including` lists
         for it. Raises ValueError for fewer than two bounds."""
 
+    async def day_counts(self, topic_ids: Sequence[int], first: int, last: int) -> dict[int, list[int]]:
+        """Each topic's exact matches on each unix day (published // 86400) in [first, last), kept per day in
+        the store (forgotten when a match of that day changes): a read of a row per topic and day."""
+
     async def followed_in(self, guild_id: int) -> list[TopicRow]:
         """The topics some channel of a server follows, each once, ordered by folded name."""
 

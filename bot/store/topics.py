@@ -18,6 +18,7 @@ from bot.models import CATALOG_GUILD, Paper, PendingDelivery, TopicRow, find_nam
 from bot.store.database import Database
 from bot.store.papers import paper_filter, paper_from_row, to_ts
 from bot.store.protocol import TopicNameTaken
+from bot.store.topic_days import TopicDayCounts
 from bot.topic_tree import Hierarchy
 
 
@@ -26,7 +27,7 @@ def _topic(row: aiosqlite.Row) -> TopicRow:
     return TopicRow(*(row[name] for name in fields))
 
 
-class TopicRepo:
+class TopicRepo(TopicDayCounts):
     def __init__(self, db: Database) -> None:
         self.db = db
 
@@ -409,11 +410,10 @@ class TopicRepo:
         where, params = paper_filter(categories=categories, since=since)
         if fts is None:
             sql = f"SELECT 1 FROM papers p WHERE 1{where} LIMIT ?"
+        elif not where:  # the index alone (joining each row to its paper cost 210 ms for 50,000 at 1M)
+            sql, params = "SELECT 1 FROM papers_fts WHERE papers_fts MATCH ? LIMIT ?", [fts]
         else:  # the full-text index drives, so the count stops at the cap
-            sql = (
-                "SELECT 1 FROM papers_fts JOIN papers p ON p.pk = papers_fts.rowid"
-                f" WHERE papers_fts MATCH ?{where} LIMIT ?"
-            )
+            sql = f"SELECT 1 FROM papers_fts JOIN papers p ON p.pk = papers_fts.rowid WHERE papers_fts MATCH ?{where} LIMIT ?"
             params.insert(0, fts)
         row = await self.db.fetchone(f"SELECT COUNT(*) FROM ({sql})", (*params, cap))
         return int(row[0]) if row else 0

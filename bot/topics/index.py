@@ -19,21 +19,20 @@ there receive its papers (`PaperMatches.in_server`).
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
-from collections.abc import AsyncGenerator, AsyncIterable, Callable, Iterable, Iterator, Sequence
-from contextlib import aclosing, contextmanager
+from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TypeVar
 
 from bot.clock import Clock
 from bot.models import CATALOG_GUILD, Paper, TopicRow, UpsertResult
 from bot.store import Store
 from bot.topic_tree import Hierarchy, HierarchyError
 from bot.topics.catalog import CatalogError, CatalogTopic
+from bot.topics.confirm import confirmed
 from bot.topics.matcher import Matcher
-from bot.topics.query import PaperText, TopicQuery, parse_query
+from bot.topics.query import TopicQuery, parse_query
 
 log = logging.getLogger(__name__)
 HISTORY_BATCH = 1000  # papers evaluated per trip to the worker thread
@@ -42,37 +41,6 @@ HISTORY_BATCH = 1000  # papers evaluated per trip to the worker thread
 # commands back for more than that.
 MATCH_SLICE = 100
 _COUNT_ALL = 1 << 62  # count every candidate (once per history match, for its progress)
-T = TypeVar("T")
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Evaluating thousands of papers allocates millions of short-lived objects and no cycles: the cyclic
-    collector would rescan the whole heap again and again (a third of the time, measured) for nothing."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-def matching(query: TopicQuery, papers: Sequence[Paper]) -> list[bool]:
-    """The exact evaluator over a batch: CPU-bound, run in a worker thread."""
-    with gc_paused():
-        return [query.matches(PaperText(p)) for p in papers]
-
-
-async def confirmed(
-    query: TopicQuery, batches: AsyncIterable[Sequence[T]], paper: Callable[[T], Paper]
-) -> AsyncGenerator[tuple[int, list[T]], None]:
-    """For each batch of prefilter candidates (papers, or hits holding one), how many it held and those the
-    exact evaluator confirms, in their order. The prefilter may return more than the query matches (an ANDNOT
-    part, an id or a category prefix are left to the evaluator), never fewer."""
-    async for batch in batches:
-        verdicts = await asyncio.to_thread(matching, query, [paper(item) for item in batch])
-        yield len(batch), [item for item, ok in zip(batch, verdicts, strict=True) if ok]
 
 
 def categories_in(query: TopicQuery, stored: Sequence[str]) -> list[str] | None:
@@ -156,6 +124,8 @@ class TopicIndex:
         self._owners: dict[int, int] = {}  # topic id -> its guild (CATALOG_GUILD for the catalog's)
         self._tree: Hierarchy[int] | None = None
         self._progress: dict[int, HistoryProgress] = {}  # topics whose history is being (or to be) matched
+        self._catching_up = asyncio.Lock()  # one history worker at a time: the queue is matched in order
+        self._workers: set[asyncio.Task[int]] = set()  # background catch-ups (a custom topic's history)
 
     async def start(self, catalog: Sequence[CatalogTopic], *, history_later: bool = False) -> None:
         """Store the catalog with its tree, load every topic, recompute what the ancestors of topics that moved
@@ -210,23 +180,89 @@ class TopicIndex:
 
     async def catch_up(self) -> int:
         """Match the history of every queued topic, a batch at a time (each a short transaction, with the
-        event loop free between), then recompute what their ancestors hold. Returns the matches added."""
-        added = 0
-        done: list[int] = []
-        queue = await self.store.topics.history_queue()
-        for topic_id in queue:
-            self._progress.setdefault(topic_id, HistoryProgress())
-        for topic_id in queue:
-            query = self._queries.get(topic_id)
-            if query is not None:
-                added += await self.match_history(topic_id, query, rebuild=False)
-                done.append(topic_id)
-            await self.store.topics.history_matched(topic_id)
-            self._progress.pop(topic_id, None)
-        await self.rebuild(
-            ancestor for topic_id in done if topic_id in self._owners for ancestor in self.lineage(topic_id)
-        )
-        return added
+        event loop free between), then recompute what their ancestors hold; topics queued meanwhile are matched
+        too. Returns the matches added. A topic leaves the queue only once its current query is matched, so a
+        restart (or a query changed midway) matches it again and nothing is lost."""
+        async with self._catching_up:
+            added = 0
+            while queue := await self.store.topics.history_queue():
+                done: list[int] = []
+                for topic_id in queue:
+                    self._progress.setdefault(topic_id, HistoryProgress())
+                for topic_id in queue:
+                    query = self._queries.get(topic_id)
+                    if query is not None:
+                        added += await self.match_history(topic_id, query, rebuild=False)
+                        done.append(topic_id)
+                    if self._queries.get(topic_id) not in (None, query):
+                        continue  # given another query meanwhile: it stays queued, matched again next round
+                    await self.store.topics.history_matched(topic_id)
+                    if self._queries.get(topic_id) not in (None, query):  # changed during that write
+                        await self.store.topics.queue_history([topic_id], self.clock.now())
+                        continue
+                    self._settle(topic_id)
+                await self.rebuild(
+                    ancestor
+                    for topic_id in done
+                    if topic_id in self._owners
+                    for ancestor in self.lineage(topic_id)
+                )
+            return added
+
+    def _settle(self, topic_id: int) -> None:
+        progress = self._progress.pop(topic_id, None)
+        if progress is not None:
+            progress.changed.set()  # whoever waits for it (a /follow reply, a retraining) sees it done
+
+    async def match_soon(
+        self,
+        topic_id: int,
+        query: TopicQuery,
+        *,
+        on_progress: Callable[[HistoryProgress], None] | None = None,
+        now_up_to: int = HISTORY_BATCH,
+    ) -> bool:
+        """Match a topic's history now when its candidates fit in `now_up_to` (one batch: the answer can say
+        what it holds), else queue it for the background worker (`match_later`). Returns whether it was
+        matched now."""
+        categories = await self.stored_categories(query)
+        if categories is not None:
+            candidates = await self.store.topics.count_candidates(
+                query.to_fts5(), categories=categories, cap=now_up_to + 1
+            )
+            if candidates > now_up_to:
+                await self.match_later([topic_id])
+                return False
+        await self.match_history(topic_id, query, on_progress=on_progress)
+        return True
+
+    async def match_later(self, topic_ids: Sequence[int]) -> asyncio.Task[int]:
+        """Queue these topics' history in the store (a restart resumes it) and match it in the background,
+        after what is queued before; `history_progress` shows how far it has come. Returns the worker."""
+        await self.store.topics.queue_history(topic_ids, self.clock.now())
+        for topic_id in topic_ids:
+            self._progress.setdefault(topic_id, HistoryProgress()).changed.set()
+        worker = asyncio.create_task(self.catch_up(), name="history matching")
+        self._workers.add(worker)
+        worker.add_done_callback(self._worker_done)
+        return worker
+
+    def _worker_done(self, worker: asyncio.Task[int]) -> None:
+        self._workers.discard(worker)
+        if not worker.cancelled() and worker.exception() is not None:  # the queue stays: a restart resumes
+            log.error("matching a topic's history failed", exc_info=worker.exception())
+
+    async def settled(self, topic_id: int) -> None:
+        """Wait until the topic's history is matched (at once when it is not queued or being matched)."""
+        while (progress := self._progress.get(topic_id)) is not None:
+            progress.changed.clear()
+            await progress.changed.wait()
+
+    async def stop(self) -> None:
+        """Stop the background history work (the queue stays in the store: the next start resumes it)."""
+        for worker in list(self._workers):
+            worker.cancel()
+        await asyncio.gather(*self._workers, return_exceptions=True)
 
     def history_progress(self, topic_id: int) -> HistoryProgress | None:
         """How far the match of the topic's history has come; None when it is not being matched."""
@@ -442,16 +478,19 @@ class TopicIndex:
         history = self._confirmed_history(query, since=since, progress=progress)
         async with aclosing(history) as confirming:
             async for checked, papers in confirming:
-                current = self._queries.get(topic_id)
-                if current != query and (current is not None or registered):
-                    log.debug("topic %d changed during its history match: stopped", topic_id)
-                    return added, False
-                above = self.lineage(topic_id)[1:] if topic_id in self._owners else []
-                added += await self.store.topics.add_matches(
-                    [(topic_id, p.arxiv_id) for p in papers],
-                    self.clock.now(),
-                    through=[(a, p.arxiv_id) for a in above for p in papers],
-                )
+                # Checked inside the write: a query change registers before its store change drops the
+                # matches, so no batch of the old query is written after that.
+                async with self.store.transaction():
+                    current = self._queries.get(topic_id)
+                    if current != query and (current is not None or registered):
+                        log.debug("topic %d changed during its history match: stopped", topic_id)
+                        return added, False
+                    above = self.lineage(topic_id)[1:] if topic_id in self._owners else []
+                    added += await self.store.topics.add_matches(
+                        [(topic_id, p.arxiv_id) for p in papers],
+                        self.clock.now(),
+                        through=[(a, p.arxiv_id) for a in above for p in papers],
+                    )
                 progress.advance(checked)
                 if on_progress is not None:
                     on_progress(progress)

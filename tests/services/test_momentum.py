@@ -93,3 +93,19 @@ async def test_a_servers_followed_topics_ranked_by_growth(world: World) -> None:
     ranked = await world.services.momentum.ranking(followed)
     assert [m.topic for m in ranked] == ["Topic 3", "Topic 2", "Topic 1"]  # the tiny one last
     assert await world.services.topics.followed_in(2) == []
+
+
+async def test_a_ranking_adds_up_kept_day_counts_and_counts_a_new_match_at_once(world: World) -> None:
+    topics = [await topic_with_papers(world, n, n + 2, n, guild=200 + n) for n in range(3)]
+    momentum = world.services.momentum
+    first = await momentum.ranking(topics)  # counts each topic's days once, and keeps them
+    seen = await statements_of(world.store)
+    again = await momentum.ranking(topics)
+    assert again == first
+    day_scans = [s for s in seen if "FROM topic_matches" in s and "GROUP BY topic_id, day" in s]
+    assert day_scans == [] and any("topic_day_counts" in s for s in seen)  # a row per topic and day
+    _, start, _ = window_bounds(NOW, 4)
+    late = make_paper(9_999, title="On zeta0 again", published=start + timedelta(days=3))
+    await world.intake.store_papers([late], announce=False)  # its day was kept: it is counted again
+    after = {m.topic: m.current for m in await momentum.ranking(topics)}
+    assert after == {m.topic: m.current + (m.topic == "Topic 0") for m in first}

@@ -14,6 +14,7 @@ from bot.store.papers import to_ts
 from bot.store.postgres.database import Database, Row
 from bot.store.postgres.fts_query import to_tsquery
 from bot.store.postgres.papers import PAPER, paper, paper_filter
+from bot.store.postgres.topic_days import TopicDayCounts
 from bot.store.protocol import TopicNameTaken
 from bot.topic_tree import Hierarchy
 
@@ -28,7 +29,7 @@ def _pairs(pairs: Sequence[tuple[int, str]]) -> tuple[list[int], list[str]]:
     return [t for t, _ in unique], [a for _, a in unique]
 
 
-class TopicRepo:
+class TopicRepo(TopicDayCounts):
     def __init__(self, db: Database) -> None:
         self.db = db
 
