@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bot.topics.scorer import N_FEATURES, Featurizer, ScorerSet, TopicScorer
+from bot.topics.scorer import N_FEATURES, Featurizer, ScorerSet, SparseWeights, TopicScorer
 
 log = logging.getLogger(__name__)
 
@@ -46,9 +46,8 @@ def save(scorers: ScorerSet, path: Path) -> None:
             "weights": None,
         }
         if scorer.coef is not None:
-            columns = np.flatnonzero(scorer.coef)
-            arrays[f"w{number}_columns"] = columns.astype(np.int32)
-            arrays[f"w{number}_values"] = scorer.coef[columns]
+            arrays[f"w{number}_columns"] = scorer.coef.columns.astype(np.int32)
+            arrays[f"w{number}_values"] = scorer.coef.values.astype(np.float32)
             entry["weights"] = f"w{number}"
         topics[str(number)] = entry
     header = {
@@ -92,8 +91,14 @@ def _load(path: Path) -> ScorerSet:
         for entry in header["topics"].values():
             coef = None
             if entry["weights"] is not None:
-                coef = np.zeros(N_FEATURES, dtype=np.float32)
-                coef[arrays[entry["weights"] + "_columns"]] = arrays[entry["weights"] + "_values"]
+                columns = arrays[entry["weights"] + "_columns"].astype(np.int32)
+                values = arrays[entry["weights"] + "_values"].astype(np.float32)
+                if columns.shape != values.shape or (
+                    len(columns) and not 0 <= columns.min() <= columns.max() < N_FEATURES
+                ):
+                    raise ValueError("a topic's weights are damaged")
+                order = np.argsort(columns, kind="stable")
+                coef = SparseWeights(columns[order], values[order])
             threshold = entry["threshold"]
             scorers.topics[entry["key"]] = TopicScorer(
                 query=entry["query"],

@@ -3,7 +3,7 @@ missing or damaged model or feature file is rebuilt, never fatal), and the label
 
 from __future__ import annotations
 
-import threading
+import multiprocessing
 from pathlib import Path
 
 import numpy as np
@@ -16,17 +16,11 @@ from bot.topics import scorer_store
 from bot.topics.catalog import CatalogTopic, load_catalog
 from bot.topics.index import TopicIndex
 from bot.topics.query import parse_query
-from bot.topics.scorer import (
-    MIN_POSITIVES,
-    Example,
-    Featurizer,
-    TrainingSet,
-    calibrate,
-    paper_text,
-    train_topic,
-)
+from bot.topics.scorer import MIN_POSITIVES, Example, Featurizer, paper_text
 from bot.topics.scorer_features import FeatureFile
+from bot.topics.scorer_fit import TrainingSet, calibrate, train_topic
 from bot.topics.scorer_training import LearnedScorer, scorer_folder
+from bot.topics.scorer_worker import ScorerWorker
 from tests.topics.scorer_corpus import CATALOG, ELSEWHERE, FIELD, UNSAID, corpus
 
 
@@ -230,21 +224,17 @@ async def test_damaged_feature_rows_are_rebuilt_from_the_store(
     assert len(reopened) == len(corpus())
 
 
-async def test_training_runs_off_the_event_loop(
-    store: Store, clock: FakeClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+async def test_training_with_no_idle_time_leaves_no_child_process_running(
+    store: Store, clock: FakeClock, tmp_path: Path
 ) -> None:
-    import bot.topics.scorer_training as training
-
-    threads: list[threading.Thread] = []
-    real = training.train_all
-
-    def recording(*args: object, **kwargs: object) -> object:
-        threads.append(threading.current_thread())
-        return real(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(training, "train_all", recording)
-    await trained_world(store, clock, tmp_path)
-    assert threads and all(t is not threading.main_thread() for t in threads)
+    await store.papers.upsert(corpus(), seen_at=clock.now())
+    await TopicIndex(store, clock).start(catalog(tmp_path))
+    learned = LearnedScorer(store, tmp_path / "scorer", catalog=catalog(tmp_path), worker=ScorerWorker(0))
+    before = set(multiprocessing.active_children())  # the shared worker's child, kept by other tests
+    await learned.train()
+    assert learned.scorers is not None and learned.scorers.topics
+    assert not learned.worker.running
+    assert set(multiprocessing.active_children()) <= before
 
 
 def test_scorer_folder_sits_beside_the_database(tmp_path: Path) -> None:
