@@ -1,4 +1,5 @@
-"""The trained scorers in one file beside the database, read back at start.
+"""The trained scorers in one archive: kept in the database (`Store.scorer_models`, shared by every process of
+a deployment) and, as its local copy, in a file beside it that the scorer's child process reads.
 
 A NumPy `.npz` archive without pickles (loading it runs no code, whoever wrote the file): a JSON header with
 the format version and each topic's status, the featurizer's IDF, and each scored topic's non-zero weights.
@@ -62,6 +63,14 @@ def save(scorers: ScorerSet, path: Path) -> None:
     partial = path.with_name(path.name + ".partial")
     with partial.open("wb") as out:
         np.savez(out, **arrays)  # type: ignore[arg-type]  # numpy's stubs want positional arrays here
+    os.replace(partial, path)
+
+
+def write_blob(blob: bytes, path: Path) -> None:
+    """A model archive read from the store, written as the local model file (atomically, as `save`)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_bytes(blob)
     os.replace(partial, path)
 
 

@@ -148,17 +148,34 @@ class LearnedScorer:
         return self.scorers is None
 
     async def start(self) -> None:
-        """Read the model and its feature rows back; without a readable model, every topic stays query-only
-        until `train()` has run."""
-        path = self.model_path
-        if path is None:
-            return
-        self.scorers = await asyncio.to_thread(scorer_store.load, path)
-        if self.scorers is not None and self.folder is not None:
-            self.features = await asyncio.to_thread(
-                FeatureFile.open, self.scorers.featurizer, self.folder / "features"
+        """Read the model back from the store (kept in the local folder for the child process to read), and
+        the feature rows kept locally; without a readable model, every topic stays query-only until `train()`
+        has run. A model file left beside the database by a release that kept it there moves into the store."""
+        stored = await self.store.scorer_models.get()
+        if stored is not None and stored.format_version != scorer_store.FORMAT:
+            log.warning(
+                "the stored scorer model is of format %d, not %d: it will be trained again",
+                stored.format_version,
+                scorer_store.FORMAT,
             )
+        elif stored is not None:
+            await asyncio.to_thread(scorer_store.write_blob, stored.model, self._model)
+        elif not self._model.exists():
+            return
+        self.scorers = await asyncio.to_thread(scorer_store.load, self._model)
+        if self.scorers is None:
+            return
+        if stored is None:  # the file of an earlier release: every process reads the store's from now on
+            await self._publish()
+        self.features = await asyncio.to_thread(
+            FeatureFile.open, self.scorers.featurizer, self.work / "features"
+        )
         await self.refresh_views()
+
+    async def _publish(self) -> None:
+        """Write the local model file into the store: one write, which every process reads at its start."""
+        blob = await asyncio.to_thread(self._model.read_bytes)
+        await self.store.scorer_models.put(blob, format_version=scorer_store.FORMAT, at=self.clock.now())
 
     def status(self, topic_id: int, query: str) -> TopicScorer:
         """The topic's scorer, or a query-only stand-in saying why it has none."""
@@ -206,8 +223,7 @@ class LearnedScorer:
                 "the scorer model just trained at %s is unreadable: the previous one stays", self._model
             )
             return {}
-        if self.model_path is not None and self.model_path != self._model:
-            await asyncio.to_thread(scorer_store.save, scorers, self.model_path)
+        await self._publish()
         self.scorers = scorers
         trained = {key: scorers.topics[key] for key in keys}
         rated = await self.refresh_views()

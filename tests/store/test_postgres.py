@@ -50,12 +50,12 @@ async def test_a_database_of_the_first_schema_gains_the_card_actions_tables_keep
     async with await PostgresStore.open(postgres_url, clock) as store:
         await store.papers.upsert([make_paper(1)], seen_at=clock.now())
         async with store.transaction():
-            for table in ("ratings", "saved_papers", "topic_history_pending"):
+            for table in ("ratings", "saved_papers", "topic_history_pending", "scorer_models"):
                 await store.db.execute(f"DROP TABLE {table}")
             await store.db.execute("DELETE FROM schema_migrations WHERE version > 1")
     async with await PostgresStore.open(postgres_url, clock) as upgraded:
         rows = await upgraded.db.fetchall("SELECT version FROM schema_migrations ORDER BY version")
-        assert [r[0] for r in rows] == [1, 2]
+        assert [r[0] for r in rows] == [1, 2, 3]
         assert await upgraded.saved.save(7, make_paper(1).arxiv_id, clock.now())
         assert [s.paper.arxiv_id for s in await upgraded.saved.newest(7, limit=5)] == [make_paper(1).arxiv_id]
 

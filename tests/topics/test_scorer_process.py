@@ -103,13 +103,14 @@ async def test_a_killed_training_leaves_the_previous_model_and_the_next_one_retr
     assert set(held) == set(ids.values())
     assert learned.model_path is not None
     model, scorers = learned.model_path.read_bytes(), learned.scorers
+    stored = await store.scorer_models.get()
     every = [p.arxiv_id for p in corpus()]
     suggested = await store.topics.suggested_among(list(ids.values()), every)
 
     learned.worker = KilledTraining(0)
     assert await learned.refresh() == {}  # logged, not raised
     assert learned.scorers is scorers and learned.status(qec, '"quantum error correction"').scored
-    assert learned.model_path.read_bytes() == model
+    assert learned.model_path.read_bytes() == model and await store.scorer_models.get() == stored
     assert await store.topics.suggested_among(list(ids.values()), every) == suggested
     queries = {row.id: row.query for row in await store.topics.all()}
     assert learned.suggest([UNSAID], queries) == {UNSAID.arxiv_id: {qec}}  # scoring goes on, previous model

@@ -17,6 +17,7 @@ from bot.store.postgres.search import SearchRepo
 from bot.store.postgres.similar import SimilarRepo
 from bot.store.postgres.sources import SourceRepo
 from bot.store.postgres.topics import TopicRepo
+from bot.store.scorer_models import ScorerModelRepo  # written in SQL both engines run
 from bot.store.sources import BackfillRepo  # written in SQL both engines run
 
 
@@ -35,6 +36,7 @@ class PostgresStore:
         self.ratings = RatingRepo(self.db)
         self.saved = SavedRepo(self.db)
         self.similar = SimilarRepo(self.db)
+        self.scorer_models = ScorerModelRepo(self.db)
 
     @classmethod
     async def open(cls, url: str, clock: Clock | None = None) -> PostgresStore:
