@@ -95,6 +95,17 @@ class ScorerWorker:
                 name = getattr(job, "__name__", "a job")
                 raise ScorerProcessDied(f"the scorer's process ended during {name}") from exc
 
+    async def close(self) -> None:
+        """End the child now if no work is running (a clean stop; a benchmark reading the child's peak)."""
+        with self._guard:
+            if self._sessions or self._executor is None:
+                return
+            ending, self._executor = self._executor, None
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+        await asyncio.to_thread(ending.shutdown, wait=True, cancel_futures=True)
+
     def _expire(self) -> None:
         """The idle timer: no work came since the last ended, so the child ends."""
         with self._guard:
