@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bot.topics.scorer import N_FEATURES, Featurizer, ScorerSet, SparseWeights, TopicScorer
+from bot.topics.scorer import N_FEATURES, Featurizer, LinearWeights, ScorerSet, TopicScorer
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +47,9 @@ def save(scorers: ScorerSet, path: Path) -> None:
             "weights": None,
         }
         if scorer.coef is not None:
-            arrays[f"w{number}_columns"] = scorer.coef.columns.astype(np.int32)
-            arrays[f"w{number}_values"] = scorer.coef.values.astype(np.float32)
+            columns, values = scorer.coef.nonzero()
+            arrays[f"w{number}_columns"] = columns.astype(np.int32)
+            arrays[f"w{number}_values"] = values.astype(np.float32)
             entry["weights"] = f"w{number}"
         topics[str(number)] = entry
     header = {
@@ -107,7 +108,7 @@ def _load(path: Path) -> ScorerSet:
                 ):
                     raise ValueError("a topic's weights are damaged")
                 order = np.argsort(columns, kind="stable")
-                coef = SparseWeights(columns[order], values[order])
+                coef = LinearWeights.sparse(columns[order], values[order])
             threshold = entry["threshold"]
             scorers.topics[entry["key"]] = TopicScorer(
                 query=entry["query"],

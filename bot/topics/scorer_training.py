@@ -1,13 +1,14 @@
 """Training every topic's scorer from the store, in the background, and using the result.
 
-`LearnedScorer` owns the model file and the feature rows beside the database (`scorer_folder`):
+`LearnedScorer` owns the model (in the store, `Store.scorer_models`, with a local copy) and the feature rows
+kept beside the database (`scorer_folder`, a local cache rebuilt from the store):
 
-- `start()` reads the model back (a missing or damaged file is not an error: `needs_training` says so and the
+- `start()` reads the model back (a missing or damaged model is not an error: `needs_training` says so and the
   caller trains; until then every topic is query-only);
 - `train()` brings the feature rows up to date with the store (each paper featurized once), gathers each
   topic's query matches (the tree rule: a catalog topic learns from its descendants' matches too), its
   labelled examples (bot/topics/labels for catalog topics, plus `extra_examples`, the entry point for members'
-  ratings) and its definition, trains, saves, and swaps the new model in;
+  ratings) and its definition, trains, writes the model into the store, and swaps it in;
 - `suggest()` scores new papers against every scored topic (CPU-bound: call it in a worker thread);
 - `scan_history()` lists the stored papers a topic's scorer suggests (a new topic's history scan).
 
@@ -110,8 +111,9 @@ class LearnedScorer:
         worker: ScorerWorker | None = None,
     ) -> None:
         self.store = store
-        self.folder = folder  # None: nothing is kept beside the database (tests, the demo)
-        # Where the child process reads and writes: the folder, or a temporary one removed with this object.
+        self.folder = folder  # None: no folder beside the database (tests, the demo)
+        # Where the child process reads and writes (the model's local copy, the feature rows, the jobs' input
+        # files): the folder, or a temporary one removed with this object.
         if folder is None:
             self.work = Path(tempfile.mkdtemp(prefix="paperwatch-scorer-"))
             weakref.finalize(self, shutil.rmtree, self.work, True)

@@ -4,6 +4,7 @@ column, TF-IDF weights value for value; and a scorer's sparse weights score as t
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,7 +16,7 @@ from sklearn.feature_extraction.text import (
 )
 
 from bot.ask.question import stems
-from bot.topics.scorer import N_FEATURES, Featurizer, SparseWeights, paper_text
+from bot.topics.scorer import N_FEATURES, Featurizer, LinearWeights, paper_text
 from bot.topics.text_weights import ENGLISH_STOP_WORDS as OURS
 from bot.topics.text_weights import hashed_counts, term_counts, tfidf
 from tests.topics.scorer_corpus import corpus
@@ -80,15 +81,22 @@ def test_tfidf_of_counts_equals_scikit_learns_transformer() -> None:
     assert same(tfidf(counts), TfidfTransformer(sublinear_tf=True).fit_transform(counts))
 
 
-def test_sparse_weights_score_rows_as_the_dense_weights_do() -> None:
+@pytest.mark.parametrize("nonzero", [5_000, 200_000])
+def test_weights_are_held_in_the_smaller_form_and_score_rows_as_dense_ones(nonzero: int) -> None:
     texts = [paper_text(p.title, p.abstract) for p in corpus()]
     featurizer = Featurizer.fit(texts)
     rows = featurizer.transform([*texts, ""])
     dense = np.zeros(N_FEATURES, dtype=np.float32)
-    columns = np.random.default_rng(1).choice(N_FEATURES, 5_000, replace=False)
-    dense[columns] = np.random.default_rng(2).normal(size=5_000)
+    columns = np.random.default_rng(1).choice(N_FEATURES, nonzero, replace=False)
+    dense[columns] = np.random.default_rng(2).normal(size=nonzero)
     dense[rows[0].indices[:3]] = 1.5  # some columns the rows do hold
-    weights = SparseWeights.of(dense)
-    assert len(weights.columns) == np.count_nonzero(dense)
-    assert np.allclose(weights.dot(rows), np.asarray(rows @ dense).ravel(), atol=1e-6)
+    weights = LinearWeights.of(dense)
+    held = weights.values.nbytes + (0 if weights.columns is None else weights.columns.nbytes)
+    assert held <= min(8 * np.count_nonzero(dense), 4 * N_FEATURES)
+    assert (weights.columns is None) == (nonzero == 200_000)
+    assert np.allclose(weights.dot(rows), np.asarray(rows @ dense).ravel(), atol=1e-5)
     assert weights.dot(rows)[-1] == 0.0
+    kept_columns, kept_values = weights.nonzero()  # what the model file keeps
+    assert np.array_equal(kept_columns, np.flatnonzero(dense)) and np.array_equal(
+        kept_values, dense[kept_columns]
+    )
