@@ -41,6 +41,11 @@ def peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: kilobytes
 
 
+def rss_mb() -> float:
+    """This process's resident memory now (what a training left behind, once it ended)."""
+    return int(Path("/proc/self/statm").read_text().split()[1]) * resource.getpagesize() / 2**20
+
+
 def child_peak_mb() -> float:
     """The largest peak of the child processes ended so far (the scorer's training process)."""
     return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
@@ -112,7 +117,7 @@ async def main() -> None:
     assert learned.features is not None
     print(
         f"  {'first training (featurizes every paper)' if first else 'training'}: {train_s:.1f} s, "
-        f"peak RSS {peak_mb():,.0f} MB"
+        f"peak RSS {peak_mb():,.0f} MB, RSS after it {rss_mb():,.0f} MB"
     )
 
     began = time.perf_counter()
@@ -183,6 +188,7 @@ async def main() -> None:
         f"| new topic: history scan | {new_train_s:.2f} s train + {scan_s:.2f} s scan "
         f"| {query_scan_s:.2f} s (FTS5 + evaluator) | {(new_train_s + scan_s) / query_scan_s:.1f}x |"
     )
+    print(f"| resident memory of this process at the end (the model loaded) | {rss_mb():,.0f} MB | | |")
     print(
         f"| peak memory (RSS): this process / the training's child process | {peak_mb():,.0f} MB / {child_peak_mb():,.0f} MB | | |"
     )

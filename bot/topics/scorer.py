@@ -174,13 +174,6 @@ class LinearWeights:
             return cls(dense)
         return cls(values.astype(np.float32), columns.astype(np.int32))
 
-    def nonzero(self) -> tuple[np.ndarray, np.ndarray]:
-        """(columns, values) of the non-zero weights: what the model file keeps."""
-        if self.columns is None:
-            columns = np.flatnonzero(self.values)
-            return columns.astype(np.int32), self.values[columns]
-        return self.columns, self.values
-
     def dot(self, features: sp.csr_matrix) -> np.ndarray:
         """features @ weights, one value per row (float32). Sparse weights are spread into a dense column for
         the product (1 MiB, freed after): SciPy's product with a dense vector is the fast one."""

@@ -21,7 +21,8 @@ from bot.topics.scorer import N_FEATURES, Featurizer, LinearWeights, ScorerSet, 
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1
+FORMAT = 2  # 2: a topic's weights may be kept dense (one float32 per column), when that is smaller
+READABLE = (1, FORMAT)  # format 1 (non-zero weights only) reads as before
 MODEL_FILE = "scorer-model.npz"
 
 
@@ -46,10 +47,12 @@ def save(scorers: ScorerSet, path: Path) -> None:
             "held_out_suggestions": sorted(scorer.held_out_suggestions),
             "weights": None,
         }
-        if scorer.coef is not None:
-            columns, values = scorer.coef.nonzero()
-            arrays[f"w{number}_columns"] = columns.astype(np.int32)
-            arrays[f"w{number}_values"] = values.astype(np.float32)
+        if scorer.coef is not None and scorer.coef.columns is None:
+            arrays[f"w{number}_dense"] = scorer.coef.values.astype(np.float32)
+            entry["weights"], entry["dense"] = f"w{number}", True
+        elif scorer.coef is not None:
+            arrays[f"w{number}_columns"] = scorer.coef.columns.astype(np.int32)
+            arrays[f"w{number}_values"] = scorer.coef.values.astype(np.float32)
             entry["weights"] = f"w{number}"
         topics[str(number)] = entry
     header = {
@@ -89,8 +92,8 @@ def load(path: Path) -> ScorerSet | None:
 def _load(path: Path) -> ScorerSet:
     with np.load(path, allow_pickle=False) as arrays:
         header = json.loads(str(arrays["header"]))
-        if header.get("format") != FORMAT or header.get("n_features") != N_FEATURES:
-            raise ValueError(f"format {header.get('format')!r}, expected {FORMAT}")
+        if header.get("format") not in READABLE or header.get("n_features") != N_FEATURES:
+            raise ValueError(f"format {header.get('format')!r}, expected one of {READABLE}")
         idf = arrays["idf"].astype(np.float32)
         if idf.shape != (N_FEATURES,):
             raise ValueError("the IDF has the wrong shape")
@@ -100,7 +103,12 @@ def _load(path: Path) -> ScorerSet:
         )
         for entry in header["topics"].values():
             coef = None
-            if entry["weights"] is not None:
+            if entry["weights"] is not None and entry.get("dense"):
+                dense = arrays[entry["weights"] + "_dense"].astype(np.float32)
+                if dense.shape != (N_FEATURES,):
+                    raise ValueError("a topic's weights are damaged")
+                coef = LinearWeights(dense)
+            elif entry["weights"] is not None:
                 columns = arrays[entry["weights"] + "_columns"].astype(np.int32)
                 values = arrays[entry["weights"] + "_values"].astype(np.float32)
                 if columns.shape != values.shape or (

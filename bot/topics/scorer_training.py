@@ -154,7 +154,7 @@ class LearnedScorer:
         the feature rows kept locally; without a readable model, every topic stays query-only until `train()`
         has run. A model file left beside the database by a release that kept it there moves into the store."""
         stored = await self.store.scorer_models.get()
-        if stored is not None and stored.format_version != scorer_store.FORMAT:
+        if stored is not None and stored.format_version not in scorer_store.READABLE:
             log.warning(
                 "the stored scorer model is of format %d, not %d: it will be trained again",
                 stored.format_version,

@@ -3,6 +3,8 @@ column, TF-IDF weights value for value; and a scorer's sparse weights score as t
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -16,7 +18,8 @@ from sklearn.feature_extraction.text import (
 )
 
 from bot.ask.question import stems
-from bot.topics.scorer import N_FEATURES, Featurizer, LinearWeights, paper_text
+from bot.topics import scorer_store
+from bot.topics.scorer import N_FEATURES, Featurizer, LinearWeights, ScorerSet, TopicScorer, paper_text
 from bot.topics.text_weights import ENGLISH_STOP_WORDS as OURS
 from bot.topics.text_weights import hashed_counts, term_counts, tfidf
 from tests.topics.scorer_corpus import corpus
@@ -82,7 +85,9 @@ def test_tfidf_of_counts_equals_scikit_learns_transformer() -> None:
 
 
 @pytest.mark.parametrize("nonzero", [5_000, 200_000])
-def test_weights_are_held_in_the_smaller_form_and_score_rows_as_dense_ones(nonzero: int) -> None:
+def test_weights_are_held_in_the_smaller_form_and_score_rows_as_dense_ones(
+    nonzero: int, tmp_path: Path
+) -> None:
     texts = [paper_text(p.title, p.abstract) for p in corpus()]
     featurizer = Featurizer.fit(texts)
     rows = featurizer.transform([*texts, ""])
@@ -96,7 +101,27 @@ def test_weights_are_held_in_the_smaller_form_and_score_rows_as_dense_ones(nonze
     assert (weights.columns is None) == (nonzero == 200_000)
     assert np.allclose(weights.dot(rows), np.asarray(rows @ dense).ravel(), atol=1e-5)
     assert weights.dot(rows)[-1] == 0.0
-    kept_columns, kept_values = weights.nonzero()  # what the model file keeps
-    assert np.array_equal(kept_columns, np.flatnonzero(dense)) and np.array_equal(
-        kept_values, dense[kept_columns]
-    )
+
+    # the model file keeps each form, and reads back what it wrote
+    model = ScorerSet(featurizer, {"t": TopicScorer("q", "scored", "", weights, 0.5, 1.0)})
+    scorer_store.save(model, tmp_path / "model.npz")
+    again = scorer_store.load(tmp_path / "model.npz")
+    assert again is not None and again.topics["t"].coef is not None
+    assert np.array_equal(again.topics["t"].coef.dot(rows), weights.dot(rows))
+    assert (again.topics["t"].coef.columns is None) == (weights.columns is None)
+
+
+def test_a_model_file_of_format_1_still_reads(tmp_path: Path) -> None:
+    """Format 1 kept every topic's non-zero weights only; format 2 may keep them dense. Both read."""
+    featurizer = Featurizer.fit([paper_text(p.title, p.abstract) for p in corpus()])
+    weights = LinearWeights.of(np.where(np.arange(N_FEATURES) % 1000 == 0, 0.5, 0.0).astype(np.float32))
+    assert weights.columns is not None
+    scorer_store.FORMAT = 1
+    try:
+        scorer_store.save(
+            ScorerSet(featurizer, {"t": TopicScorer("q", "scored", "", weights)}), tmp_path / "m"
+        )
+    finally:
+        scorer_store.FORMAT = 2
+    again = scorer_store.load(tmp_path / "m")
+    assert again is not None and again.topics["t"].scored
