@@ -47,12 +47,13 @@ def save(scorers: ScorerSet, path: Path) -> None:
             "held_out_suggestions": sorted(scorer.held_out_suggestions),
             "weights": None,
         }
-        if scorer.coef is not None and scorer.coef.columns is None:
-            arrays[f"w{number}_dense"] = scorer.coef.values.astype(np.float32)
+        weights = scorer.coef
+        if weights is not None and weights.columns is None:
+            arrays[f"w{number}_dense"] = weights.values.astype(np.float32)
             entry["weights"], entry["dense"] = f"w{number}", True
-        elif scorer.coef is not None:
-            arrays[f"w{number}_columns"] = scorer.coef.columns.astype(np.int32)
-            arrays[f"w{number}_values"] = scorer.coef.values.astype(np.float32)
+        elif weights is not None and weights.columns is not None:
+            arrays[f"w{number}_columns"] = weights.columns.astype(np.int32)
+            arrays[f"w{number}_values"] = weights.values.astype(np.float32)
             entry["weights"] = f"w{number}"
         topics[str(number)] = entry
     header = {
