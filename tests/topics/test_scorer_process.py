@@ -14,11 +14,11 @@ from typing import Any, TypeVar
 from bot.clock import FakeClock
 from bot.store import Store
 from bot.topics import scorer_jobs
+from bot.topics.catalog import load_catalog
 from bot.topics.index import TopicIndex
 from bot.topics.scorer_training import LearnedScorer
 from bot.topics.scorer_worker import ScorerWorker
-from tests.topics.scorer_corpus import UNSAID, corpus
-from tests.topics.test_scorer import catalog
+from tests.topics.scorer_corpus import CATALOG, UNSAID, corpus
 
 ROOT = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
@@ -93,7 +93,8 @@ class KilledTraining(ScorerWorker):
 async def test_a_killed_training_leaves_the_previous_model_and_the_next_one_retries(
     store: Store, clock: FakeClock, tmp_path: Path
 ) -> None:
-    topics = catalog(tmp_path)
+    (tmp_path / "catalog.toml").write_text(CATALOG, encoding="utf-8")
+    topics = load_catalog(tmp_path / "catalog.toml")
     await store.papers.upsert(corpus(), seen_at=clock.now())
     await TopicIndex(store, clock).start(topics)
     ids = {row.slug: row.id for row in await store.topics.all()}
