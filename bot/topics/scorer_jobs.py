@@ -25,10 +25,10 @@ TRAIN_GROUP = 10  # topics trained (and scanned) per pass over the feature rows:
 # ---- files the bot writes for a job ---------------------------------------------------------------------------
 
 
-def write_texts(path: Path, rows: Sequence[tuple[str, str]]) -> None:
+def write_texts(path: Path, rows: Sequence[tuple[str, str]], *, append: bool = False) -> None:
     """(arXiv id, text) per line, as JSON."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as out:
+    with path.open("a" if append else "w", encoding="utf-8") as out:
         for arxiv_id, text in rows:
             out.write(json.dumps([arxiv_id, text]) + "\n")
 

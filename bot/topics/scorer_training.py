@@ -218,7 +218,7 @@ class LearnedScorer:
         keys = await self.worker.run(
             scorer_jobs.train, featurizer, self.features.folder, inputs, self._model, keep_others=keep_others
         )
-        inputs.unlink(missing_ok=True)
+        await asyncio.to_thread(inputs.unlink, missing_ok=True)
         scorers = await asyncio.to_thread(scorer_store.load, self._model)
         if scorers is None:  # written a moment ago: unreadable only if the disk failed
             log.error(
@@ -259,37 +259,38 @@ class LearnedScorer:
             self.features = await asyncio.to_thread(FeatureFile.open, featurizer, self.work / "features")
         features = self.features
         assert features.folder is not None
-        pending: list[tuple[str, str]] = []
-        last = features.last_position
+        # The texts go to the job's file a store batch at a time: the bot never holds a chunk's worth of them.
+        texts, written, last = self._jobs / "texts.jsonl", 0, features.last_position
         async for batch in self.store.papers.texts(after=features.last_position, batch=TEXT_BATCH):
-            pending.extend((arxiv_id, paper_text(title, abstract)) for _, arxiv_id, title, abstract in batch)
-            last = batch[-1][0]
-            if len(pending) >= CHUNK_ROWS:
-                await self._featurize(features, pending, last)
-                pending = []
-        if pending:
-            await self._featurize(features, pending, last)
+            rows = [(arxiv_id, paper_text(title, abstract)) for _, arxiv_id, title, abstract in batch]
+            await asyncio.to_thread(scorer_jobs.write_texts, texts, rows, append=written > 0)
+            written, last = written + len(rows), batch[-1][0]
+            if written >= CHUNK_ROWS:
+                await self._featurize(features, texts, last)
+                written = 0
+        if written:
+            await self._featurize(features, texts, last)
 
-    async def _featurize(self, features: FeatureFile, rows: list[tuple[str, str]], last: int) -> None:
-        texts = self._jobs / "texts.jsonl"
-        await asyncio.to_thread(scorer_jobs.write_texts, texts, rows)
+    async def _featurize(self, features: FeatureFile, texts: Path, last: int) -> None:
         added = await self.worker.run(
             scorer_jobs.featurize, features.featurizer, features.folder, features.chunks, texts, last
         )
         features.chunks.extend(added)  # the child wrote their files and the folder's list
-        texts.unlink(missing_ok=True)
+        await asyncio.to_thread(texts.unlink, missing_ok=True)
 
     async def _fit_featurizer(self) -> Featurizer:
-        rows: list[tuple[str, str]] = []
+        texts, written = self._jobs / "idf-sample.jsonl", 0
         async for batch in self.store.papers.texts(batch=TEXT_BATCH):
-            rows.extend((arxiv_id, paper_text(title, abstract)) for _, arxiv_id, title, abstract in batch)
-            if len(rows) >= IDF_SAMPLE:
+            rows = [(arxiv_id, paper_text(title, abstract)) for _, arxiv_id, title, abstract in batch]
+            rows = rows[: IDF_SAMPLE - written]
+            await asyncio.to_thread(scorer_jobs.write_texts, texts, rows, append=written > 0)
+            written += len(rows)
+            if written >= IDF_SAMPLE:
                 break
-        texts = self._jobs / "idf-sample.jsonl"
-        await asyncio.to_thread(scorer_jobs.write_texts, texts, rows[:IDF_SAMPLE])
-        del rows
+        if not written:
+            await asyncio.to_thread(scorer_jobs.write_texts, texts, [])
         featurizer = await self.worker.run(scorer_jobs.fit_featurizer, texts)
-        texts.unlink(missing_ok=True)
+        await asyncio.to_thread(texts.unlink, missing_ok=True)
         return featurizer
 
     async def _inputs(self, rows: Sequence[TopicRow], labels: LabelSet | None = None) -> list[TopicInput]:
