@@ -20,6 +20,7 @@ from bot.topics.scorer import Example, Featurizer, ScorerSet, TopicInput, TopicS
 from bot.topics.scorer_features import Chunk, FeatureFile
 
 TRAIN_GROUP = 10  # topics trained (and scanned) per pass over the feature rows: bounds the memory it takes
+TEXT_BATCH = 5_000  # texts featurized at once
 
 
 # ---- files the bot writes for a job ---------------------------------------------------------------------------
@@ -83,7 +84,9 @@ def featurize(
     features = FeatureFile(featurizer, folder)
     features.chunks = list(chunks)
     ids, found = read_texts(texts)
-    features.add(ids, found, last_position)
+    for start in range(0, len(ids), TEXT_BATCH):  # a batch at a time: the hashing's memory stays bounded
+        end = start + TEXT_BATCH
+        features.add(ids[start:end], found[start:end], last_position)
     features.flush()
     return features.chunks[len(chunks) :]
 
