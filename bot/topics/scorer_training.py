@@ -59,15 +59,6 @@ log = logging.getLogger(__name__)
 IDF_SAMPLE = 50_000  # papers the IDF is fitted on (the first stored): enough for stable weights
 TEXT_BATCH = 5_000
 
-__all__ = [
-    "TRAIN_GROUP",
-    "LearnedScorer",
-    "TopicInput",
-    "definition_text",
-    "labelled_examples",
-    "scorer_folder",
-]
-
 
 def scorer_folder(database_path: Path) -> Path:
     """Where a deployment keeps its scorer: beside its database, named after it."""
