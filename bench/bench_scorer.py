@@ -6,7 +6,8 @@
 Reports: featurizing the history (once per paper, kept beside the database), training every topic's scorer,
 retraining after a day's papers, scoring a 2,000-paper page against every topic (against the query matcher on
 the same page), and a new topic's history scan (the FTS5 prefilter + evaluator, then training that topic and
-scanning every stored paper's features), with the process's peak memory. The papers are bench/corpus.py's
+scanning every stored paper's features), with the peak memory of this process (the bot's side) and of the
+child process the training runs in (bot/topics/scorer_worker.py). The papers are bench/corpus.py's
 synthetic ones (Zipf over invented words): timings are realistic, relevance figures are not (see
 `python bench/scorer_eval.py` for those, on labelled real papers).
 """
@@ -40,6 +41,16 @@ def peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: kilobytes
 
 
+def rss_mb() -> float:
+    """This process's resident memory now (what a training left behind, once it ended)."""
+    return int(Path("/proc/self/statm").read_text().split()[1]) * resource.getpagesize() / 2**20
+
+
+def child_peak_mb() -> float:
+    """The largest peak of the child processes ended so far (the scorer's training process)."""
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+
+
 def topic_queries(count: int, seed: int = 3) -> list[str]:
     """Queries as selective as real topics (~0.5-2% of papers): two words of middling frequency. (The corpus
     has no fields to learn: a scorer can only learn the words themselves, which is enough to time it.)"""
@@ -66,6 +77,7 @@ async def main() -> None:
     folder = scorer_folder(database)
     if args.fresh:
         shutil.rmtree(folder, ignore_errors=True)
+        await store.db.execute("DELETE FROM scorer_models")  # the model every process reads
 
     index = TopicIndex(store, clock)
     wanted = {f"bench-words-{n}" for n in range(args.topics)}
@@ -105,7 +117,7 @@ async def main() -> None:
     assert learned.features is not None
     print(
         f"  {'first training (featurizes every paper)' if first else 'training'}: {train_s:.1f} s, "
-        f"peak RSS {peak_mb():,.0f} MB"
+        f"peak RSS {peak_mb():,.0f} MB, RSS after it {rss_mb():,.0f} MB"
     )
 
     began = time.perf_counter()
@@ -146,6 +158,7 @@ async def main() -> None:
     new_suggested = [key for key in found if key not in exact_ids]
     await store.topics.delete(row.id)
     await store.close()
+    await learned.worker.close()  # its peak is counted once it has ended
 
     scored = sum(1 for key, text in topic_ids.items() if learned.status(key, text).scored)
     print(f"\nfeature rows kept: {len(learned.features):,}; topics scored: {scored} of {len(topic_ids)}")
@@ -175,7 +188,10 @@ async def main() -> None:
         f"| new topic: history scan | {new_train_s:.2f} s train + {scan_s:.2f} s scan "
         f"| {query_scan_s:.2f} s (FTS5 + evaluator) | {(new_train_s + scan_s) / query_scan_s:.1f}x |"
     )
-    print(f"| peak memory of this run (RSS) | {peak_mb():,.0f} MB | | |")
+    print(f"| resident memory of this process at the end (the model loaded) | {rss_mb():,.0f} MB | | |")
+    print(
+        f"| peak memory (RSS): this process / the training's child process | {peak_mb():,.0f} MB / {child_peak_mb():,.0f} MB | | |"
+    )
 
 
 if __name__ == "__main__":

@@ -27,9 +27,10 @@ from bot.models import Paper
 from bot.topics.catalog import CatalogTopic, catalog_hierarchy, find_topic, load_catalog
 from bot.topics.query import PaperText
 from bot.topics.relevance import DEFAULT_LABELS, HALVES, LabelSet, half_of, load_labels
-from bot.topics.scorer import MIN_POSITIVES, Featurizer, ScorerSet, TopicScorer, paper_text
+from bot.topics.scorer import MIN_POSITIVES, Featurizer, ScorerSet, TopicInput, TopicScorer, paper_text
 from bot.topics.scorer_features import FeatureFile
-from bot.topics.scorer_training import TopicInput, definition_text, labelled_examples, train_all
+from bot.topics.scorer_fit import train_all
+from bot.topics.scorer_training import definition_text, labelled_examples
 
 FILLER = 5_000
 
@@ -94,7 +95,7 @@ def train_catalog(
     min_positives: int = MIN_POSITIVES,
 ) -> ScorerSet:
     """Train the scorers of `slugs` on `history` and `labels` (already the training half), as a deployment
-    does (bot.topics.scorer_training.train_all), with the catalog's slugs as keys."""
+    does (bot.topics.scorer_fit.train_all), with the catalog's slugs as keys."""
     tree = catalog_hierarchy(list(catalog))
     texts = [paper_text(p.title, p.abstract) for p in history]
     features = FeatureFile(Featurizer.fit(texts))

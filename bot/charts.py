@@ -1,17 +1,12 @@
-"""The weekly series as a PNG for Discord's dark theme (matplotlib, Agg backend: no display needed)."""
+"""The weekly series as a PNG for Discord's dark theme (matplotlib, Agg backend: no display needed).
+
+matplotlib is imported when the first chart is drawn, not with this module: it takes ~30 MiB, and a bot whose
+members never ask for a chart need not hold it."""
 
 from __future__ import annotations
 
 import io
 from collections.abc import Sequence
-
-import matplotlib
-
-matplotlib.use("Agg")
-
-from matplotlib.figure import Figure
-from matplotlib.patches import Patch
-from matplotlib.ticker import MaxNLocator
 
 from bot.momentum import WeekCount
 
@@ -26,6 +21,13 @@ DPI = 100
 
 def weekly_chart(series: Sequence[WeekCount], title: str, subtitle: str = "") -> bytes:
     """A bar per week; the current, partial week lighter and hatched. Returns PNG bytes of SIZE_PX."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Patch
+    from matplotlib.ticker import MaxNLocator
+
     fig = Figure(figsize=(SIZE_PX[0] / DPI, SIZE_PX[1] / DPI), dpi=DPI, facecolor=BACKGROUND)
     ax = fig.add_subplot()
     ax.set_facecolor(BACKGROUND)

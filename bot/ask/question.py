@@ -6,11 +6,10 @@ from __future__ import annotations
 import re
 from datetime import UTC, date, datetime, timedelta
 
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
 from bot.errors import PaperwatchError
 from bot.render.text import safe_name
 from bot.topics.query import fold_words, porter_stem
+from bot.topics.text_weights import ENGLISH_STOP_WORDS
 
 MAX_QUESTION_LENGTH = 300  # characters: a question, not a document
 MAX_SINCE_DAYS = 3650

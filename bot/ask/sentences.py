@@ -9,11 +9,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.feature_extraction.text import TfidfVectorizer
 
 from bot.ask.question import stems
 from bot.models import Paper
 from bot.render.text import clip
+from bot.topics.text_weights import term_counts, tfidf
 
 MAX_SENTENCES = 4
 MIN_CHARS, MAX_CHARS = 40, 600  # shorter says nothing alone; longer is a run-on, cut at a word
@@ -63,9 +63,8 @@ def pick_sentences(
     ]
     if not units or not stems(question):
         return []
-    vectorizer = TfidfVectorizer(analyzer=stems, sublinear_tf=True)
     documents = [f"{p.title[:ABSTRACT_CHARS]}. {p.abstract[:ABSTRACT_CHARS]}" for p in papers]
-    matrix = vectorizer.fit_transform([question, *documents, *(s for _, s in units)])
+    matrix = tfidf(term_counts([question, *documents, *(s for _, s in units)], stems))
     asked = matrix[0]
     paper_scores = (matrix[1 : 1 + len(papers)] @ asked.T).toarray().ravel()
     sentence_scores = (matrix[1 + len(papers) :] @ asked.T).toarray().ravel()

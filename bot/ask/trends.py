@@ -12,12 +12,12 @@ from itertools import compress
 
 import numpy as np
 from scipy.sparse import csr_matrix
-from sklearn.feature_extraction.text import TfidfTransformer
 
 from bot.answers import Rising
 from bot.ask.question import STOP_WORDS
 from bot.models import Paper
 from bot.topics.query import fold_words
+from bot.topics.text_weights import tfidf
 
 MOST_PHRASES = 8
 MOST_AUTHORS = 5
@@ -163,7 +163,7 @@ def representative(papers: Sequence[Paper], table: PhraseTable, most: int = REPR
     what it was mostly about."""
     if len(papers) <= most or not table.names:
         return list(papers[:most])
-    weighted = TfidfTransformer(sublinear_tf=True).fit_transform(table.matrix)
+    weighted = tfidf(table.matrix)
     centre = np.asarray(weighted.mean(axis=0)).ravel()
     closeness = weighted @ centre / max(math.sqrt(float(centre @ centre)), 1e-12)
     return [papers[k] for k in np.argsort(-closeness, kind="stable")[:most]]

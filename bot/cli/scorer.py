@@ -26,7 +26,7 @@ async def cmd_scorer(settings: Settings, action: str, clock: Clock | None) -> in
         rows = await ctx.services.topics.visible_to(0)
         statuses = [ctx.services.topics.scorer_status(row) for row in rows]
     print(render_statuses(rows, statuses))
-    print(f"\nModel: {scorer_folder(settings.database_path)}")
+    print(f"\nModel: in the database (a copy and the feature rows: {scorer_folder(settings.database_path)})")
     return 0
 
 

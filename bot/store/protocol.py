@@ -38,6 +38,7 @@ from bot.models import (
     Wanted,
 )
 from bot.store.member_protocol import RatingRepository, SavedRepository, SimilarRepository
+from bot.store.scorer_models import ScorerModelRepository
 from bot.store.topic_protocol import FollowRepository, TopicRepository
 
 
@@ -347,6 +348,9 @@ class Store(Protocol):
     def process_lock(self, name: str) -> ProcessLock:
         """The deployment-wide lock of this name (e.g. "poll": exactly one poller runs)."""
         ...
+
+    @property
+    def scorer_models(self) -> ScorerModelRepository: ...
 
     def transaction(self) -> AbstractAsyncContextManager[object]:
         """One write transaction across repositories (e.g. papers and the deliveries they cause): committed

@@ -16,6 +16,7 @@ from bot.store.papers import PaperRepo
 from bot.store.protocol import ProcessLock
 from bot.store.ratings import RatingRepo
 from bot.store.saved import SavedRepo
+from bot.store.scorer_models import ScorerModelRepo
 from bot.store.search import SearchRepo
 from bot.store.similar import SimilarRepo
 from bot.store.sources import BackfillRepo, SourceRepo
@@ -37,6 +38,7 @@ class SqliteStore:
         self.ratings = RatingRepo(self.db)
         self.saved = SavedRepo(self.db)
         self.similar = SimilarRepo(self.db)
+        self.scorer_models = ScorerModelRepo(self.db)
 
     @classmethod
     async def open(cls, path: Path | str, clock: Clock | None = None) -> SqliteStore:

@@ -8,7 +8,8 @@ definition, and a random sample of the other stored papers as negatives. A paper
 scorer ranks at or above the topic's threshold is a *suggested* match.
 
 Features. One `Featurizer` is shared by every topic, so a paper's features are computed once: hashed unigrams
-and bigrams (scikit-learn's HashingVectorizer: no vocabulary to hold, 2**18 columns), sublinear term
+and bigrams (as scikit-learn's HashingVectorizer hashes them, bot/topics/text_weights.py: no vocabulary to hold,
+2**18 columns), sublinear term
 frequency, an IDF fitted on the history, L2-normalised, and only each paper's TOP_TERMS heaviest terms kept
 (the common words that remain after IDF say nothing about a topic, and a million papers then fit a small
 feature file: bot/topics/scorer_features.py).
@@ -24,22 +25,21 @@ unmatched sample is counted as negative although it holds the very papers the qu
 is conservative. A topic with fewer than MIN_POSITIVES positives, or whose scorer never reaches the target
 precision with enough support, stays query-only and says why (`TopicScorer.status`, `.why`).
 
-Everything here is CPU-bound and synchronous: callers run it in a worker thread (bot/topics/scorer_training.py).
+This module is what the bot's own process needs to score papers (NumPy and SciPy, never scikit-learn); the
+training and the calibration are bot/topics/scorer_fit.py's, run in a child process (bot/topics/scorer_jobs.py).
+Everything here is CPU-bound and synchronous: callers run it in a worker thread.
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, HashingVectorizer
-from sklearn.linear_model import LogisticRegression, SGDClassifier
-from sklearn.model_selection import StratifiedKFold
+
+from bot.topics.text_weights import hashed_counts
 
 N_FEATURES = 2**18
 TOP_TERMS = 96  # features kept per paper
@@ -63,17 +63,6 @@ def paper_text(title: str, abstract: str) -> str:
     return f"{title}\n{title}\n{abstract}"
 
 
-def _vectorizer() -> HashingVectorizer:
-    return HashingVectorizer(
-        n_features=N_FEATURES,
-        ngram_range=(1, 2),
-        stop_words=sorted(ENGLISH_STOP_WORDS),
-        alternate_sign=False,
-        norm=None,
-        dtype=np.float32,
-    )
-
-
 @dataclass(frozen=True)
 class Featurizer:
     """Text -> TF-IDF rows. Stateless but for the IDF, fitted once on the history (`fit`)."""
@@ -85,19 +74,18 @@ class Featurizer:
     @classmethod
     def fit(cls, texts: Iterable[str], *, top_terms: int = TOP_TERMS) -> Featurizer:
         """Fit the IDF (smoothed, as scikit-learn's TfidfTransformer) on a sample of the history."""
-        vectorizer = _vectorizer()
         df = np.zeros(N_FEATURES, dtype=np.int64)
         documents = 0
         for batch in _batches(texts, 5_000):
-            counts = vectorizer.transform(batch).tocsc()
-            df += np.diff(counts.indptr)
+            counts = hashed_counts(batch, N_FEATURES)
+            df += np.bincount(counts.indices, minlength=N_FEATURES)
             documents += len(batch)
         idf = (np.log((1 + documents) / (1 + df)) + 1).astype(np.float32)
         return cls(idf, documents, top_terms)
 
     def transform(self, texts: Sequence[str]) -> sp.csr_matrix:
         """One L2-normalised row per text, with its `top_terms` heaviest TF-IDF terms."""
-        counts = _vectorizer().transform(texts)
+        counts = hashed_counts(texts, N_FEATURES)
         counts.data = 1 + np.log(counts.data)  # sublinear tf
         weighted = sp.csr_matrix(counts.multiply(self.idf[np.newaxis, :]), dtype=np.float32)
         return _normalise(_keep_top(weighted, self.top_terms))
@@ -151,13 +139,59 @@ class Example:
 
 
 @dataclass
+class TopicInput:
+    """What one topic's scorer learns from."""
+
+    key: str
+    query: str
+    matched: set[str]  # arXiv ids its query (or a descendant's) matches
+    examples: list[Example] = field(default_factory=list)
+    definition: str | None = None  # the topic's own words, as one positive pseudo-paper
+
+
+@dataclass(frozen=True)
+class LinearWeights:
+    """A topic's linear weights over the hashed columns, held in whichever form is smaller: its non-zero
+    columns (ascending, int32) with their values, or one float32 per column (`columns` None). A narrow model
+    (few papers, few words) touches a fraction of the 2**18 columns: 8 bytes a weight beats 1 MiB. A model
+    trained on thousands of papers touches nearly all of them (SGD with an L2 penalty leaves every column a
+    training row holds non-zero: 93% of them on bench_scorer's 100,000 papers), and 4 bytes a column is less."""
+
+    values: np.ndarray  # float32: per column in `columns`, or per hashed column when `columns` is None
+    columns: np.ndarray | None = None
+
+    @classmethod
+    def of(cls, dense: np.ndarray) -> LinearWeights:
+        columns = np.flatnonzero(dense)
+        return cls.sparse(columns, dense[columns])
+
+    @classmethod
+    def sparse(cls, columns: np.ndarray, values: np.ndarray) -> LinearWeights:
+        """From non-zero columns (ascending) and their values; held densely when that is smaller."""
+        if 2 * len(columns) >= N_FEATURES:
+            dense = np.zeros(N_FEATURES, dtype=np.float32)
+            dense[columns] = values
+            return cls(dense)
+        return cls(values.astype(np.float32), columns.astype(np.int32))
+
+    def dot(self, features: sp.csr_matrix) -> np.ndarray:
+        """features @ weights, one value per row (float32). Sparse weights are spread into a dense column for
+        the product (1 MiB, freed after): SciPy's product with a dense vector is the fast one."""
+        dense = self.values
+        if self.columns is not None:
+            dense = np.zeros(N_FEATURES, dtype=np.float32)
+            dense[self.columns] = self.values
+        return np.asarray(features @ dense, dtype=np.float32).ravel()
+
+
+@dataclass
 class TopicScorer:
     """One topic's scorer: its linear model and threshold, or the reason it is query-only."""
 
     query: str  # the query it was trained beside: another query means it must be retrained
     status: Status
     why: str  # for a user: why query-only, or what the threshold was calibrated on
-    coef: np.ndarray | None = None  # float32 per feature column
+    coef: LinearWeights | None = None
     intercept: float = 0.0
     threshold: float = float("inf")  # on the decision function
     positives: int = 0
@@ -175,7 +209,7 @@ class TopicScorer:
     def decision(self, features: sp.csr_matrix) -> np.ndarray:
         if self.coef is None:
             return np.full(features.shape[0], -np.inf, dtype=np.float32)
-        return np.asarray(features @ self.coef).ravel() + self.intercept
+        return self.coef.dot(features) + self.intercept
 
     def suggests(self, features: sp.csr_matrix) -> np.ndarray:
         """Per row: does the scorer put it at or above the threshold (always False when query-only)."""
@@ -186,206 +220,6 @@ class TopicScorer:
 
 def query_only(query: str, why: str, positives: int = 0, negatives: int = 0) -> TopicScorer:
     return TopicScorer(query=query, status="query-only", why=why, positives=positives, negatives=negatives)
-
-
-@dataclass
-class TrainingSet:
-    """What one topic learns from: rows of features with labels, training weights and calibration weights."""
-
-    features: sp.csr_matrix
-    labels: np.ndarray  # bool
-    weights: np.ndarray  # in the loss
-    calibration: np.ndarray  # in the precision estimate (0: not a calibration example, e.g. the definition)
-    sampled_ids: tuple[str, ...] = ()  # the arXiv ids of the sampled rows, which follow the matched ones
-    sampled_from: int = 0  # the row where they start
-
-    @classmethod
-    def build(
-        cls,
-        *,
-        matched: sp.csr_matrix,
-        matched_total: int | None = None,
-        sampled: sp.csr_matrix,
-        unmatched_total: int,
-        sampled_ids: Sequence[str] = (),
-        examples: Sequence[Example] = (),
-        example_features: sp.csr_matrix | None = None,
-        definition: sp.csr_matrix | None = None,
-    ) -> TrainingSet:
-        """`matched`: the topic's query matches (all, or a sample standing for `matched_total`); `sampled`: a
-        random sample of the history the query does not match, standing for `unmatched_total` papers; `examples` with their feature rows;
-        `definition`: the topic's own words as one positive pseudo-paper (trained on, never calibrated on)."""
-        parts = [matched, sampled]
-        labels = [np.ones(matched.shape[0], bool), np.zeros(sampled.shape[0], bool)]
-        weights = [np.ones(matched.shape[0]), np.ones(sampled.shape[0])]
-        matched_ratio = (matched_total or matched.shape[0]) / max(matched.shape[0], 1)
-        ratio = unmatched_total / sampled.shape[0] if sampled.shape[0] else 0.0
-        calibration = [
-            np.full(matched.shape[0], max(matched_ratio, 1.0)),
-            np.full(sampled.shape[0], max(ratio, 1.0)),
-        ]
-        if examples:
-            assert example_features is not None and example_features.shape[0] == len(examples)
-            parts.append(example_features)
-            labels.append(np.array([e.belongs for e in examples], bool))
-            weights.append(np.array([e.weight for e in examples], float))
-            calibration.append(np.ones(len(examples)))
-        if definition is not None:
-            parts.append(definition)
-            labels.append(np.ones(definition.shape[0], bool))
-            weights.append(np.full(definition.shape[0], LABEL_WEIGHT))
-            calibration.append(np.zeros(definition.shape[0]))
-        return cls(
-            sp.csr_matrix(sp.vstack(parts), dtype=np.float32),
-            np.concatenate(labels),
-            np.concatenate(weights),
-            np.concatenate(calibration),
-            tuple(sampled_ids),
-            matched.shape[0],
-        )
-
-    @property
-    def positives(self) -> int:
-        return int(self.labels.sum())
-
-    @property
-    def negatives(self) -> int:
-        return int((~self.labels).sum())
-
-
-@dataclass(frozen=True)
-class _Linear:
-    coef: np.ndarray  # float32, one weight per hashed column
-    intercept: float
-
-    def decision(self, features: sp.csr_matrix) -> np.ndarray:
-        return np.asarray(features @ self.coef).ravel() + self.intercept
-
-
-def _fit(features: sp.csr_matrix, labels: np.ndarray, weights: np.ndarray) -> _Linear:
-    """A logistic regression (fitted by SGD: its time grows with the non-zeros alone, where liblinear stalled for
-    seconds on topics without a clear signal), positives as heavy in total as the negatives."""
-    positive_weight = weights[labels].sum()
-    negative_weight = weights[~labels].sum()
-    balance = np.where(labels, negative_weight / max(positive_weight, 1e-9), 1.0)
-    model = SGDClassifier(loss="log_loss", alpha=ALPHA, max_iter=MAX_ITER, tol=1e-4, random_state=0)
-    with warnings.catch_warnings():  # MAX_ITER is a deliberate cap: more epochs barely move the ranking
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        model.fit(features, labels, sample_weight=weights * balance)
-    return _Linear(model.coef_.ravel().astype(np.float32), float(model.intercept_[0]))
-
-
-def train_topic(
-    query: str,
-    data: TrainingSet,
-    *,
-    target_precision: float = TARGET_PRECISION,
-    min_positives: int = MIN_POSITIVES,
-    seed: int = 0,
-) -> TopicScorer:
-    """Train one topic's scorer and calibrate its threshold (see the module docstring)."""
-    calibrated = data.calibration > 0
-    positives = int((data.labels & calibrated).sum())
-    negatives = int((~data.labels & calibrated).sum())
-    if positives < min_positives:
-        return query_only(
-            query,
-            f"too few papers to learn from: {positives} matched or labelled, {min_positives} needed",
-            positives,
-            negatives,
-        )
-    if negatives < FOLDS:
-        return query_only(query, "too few other papers stored to learn what the topic is not", positives)
-    scores = _out_of_fold(data, seed)
-    threshold, precision, recall = (calibrate_local if CALIBRATION == "local" else calibrate)(
-        scores[calibrated], data.labels[calibrated], data.calibration[calibrated], target_precision
-    )
-    if threshold is None:
-        return query_only(
-            query,
-            f"the scorer does not reach {target_precision:.0%} precision on this topic's papers yet",
-            positives,
-            negatives,
-        )
-    model = _fit(data.features, data.labels, data.weights)
-    start = data.sampled_from
-    sampled_scores = scores[start : start + len(data.sampled_ids)]
-    return TopicScorer(
-        query=query,
-        status="scored",
-        why=f"suggests papers above a threshold calibrated for {target_precision:.0%} precision",
-        coef=model.coef,
-        intercept=model.intercept,
-        threshold=threshold,
-        positives=positives,
-        negatives=negatives,
-        estimated_precision=precision,
-        estimated_recall=recall,
-        held_out_suggestions=frozenset(
-            key for key, score in zip(data.sampled_ids, sampled_scores, strict=True) if score >= threshold
-        ),
-    )
-
-
-def _out_of_fold(data: TrainingSet, seed: int) -> np.ndarray:
-    scores = np.zeros(len(data.labels))
-    folds = StratifiedKFold(n_splits=FOLDS, shuffle=True, random_state=seed)
-    for train, held in folds.split(np.zeros(len(data.labels)), data.labels):
-        model = _fit(data.features[train], data.labels[train], data.weights[train])
-        scores[held] = model.decision(data.features[held])
-    return scores
-
-
-def calibrate(
-    scores: np.ndarray, labels: np.ndarray, weights: np.ndarray, target: float
-) -> tuple[float | None, float | None, float | None]:
-    """The lowest threshold whose weighted precision, and that of every higher threshold with enough support,
-    is >= target; with that precision and the share of positive weight above it. (None, None, None) when no
-    threshold with MIN_SUPPORT positives above it qualifies."""
-    order = np.argsort(-scores, kind="stable")
-    sorted_scores, sorted_labels, sorted_weights = scores[order], labels[order], weights[order]
-    true = np.cumsum(np.where(sorted_labels, sorted_weights, 0.0))
-    false = np.cumsum(np.where(sorted_labels, 0.0, sorted_weights))
-    precision = true / np.maximum(true + false, 1e-12)
-    # A cut can only fall between different scores: look at the last index of each run of equal scores.
-    last_of_run = np.r_[sorted_scores[1:] != sorted_scores[:-1], True]
-    supported = last_of_run & (true >= MIN_SUPPORT)
-    ok = np.where(supported, precision >= target, True)
-    # Walking down from the top score, stop at the first supported cut that falls below the target; of the
-    # cuts above it, take the one that keeps the most positives, the highest of those (a lower cut would only
-    # let negatives in).
-    failing = np.flatnonzero(~ok)
-    limit = failing[0] if len(failing) else len(scores)
-    candidates = np.flatnonzero(supported[:limit])
-    if len(candidates) == 0:
-        return None, None, None
-    best = true[candidates].max()
-    cut = candidates[np.flatnonzero(true[candidates] >= best)[0]]
-    total_positive = np.where(labels, weights, 0.0).sum()
-    return float(sorted_scores[cut]), float(precision[cut]), float(true[cut] / total_positive)
-
-
-def calibrate_local(
-    scores: np.ndarray, labels: np.ndarray, weights: np.ndarray, target: float
-) -> tuple[float | None, float | None, float | None]:
-    """The score at which a paper's own chance of belonging reaches `target` (Platt scaling: a logistic fit of
-    the labels on the scores, weighted), with the weighted precision and recall above it; (None, None, None)
-    when no such score keeps MIN_SUPPORT positives above it."""
-    platt = LogisticRegression(C=1e4, solver="lbfgs", max_iter=1000)
-    platt.fit(scores.reshape(-1, 1), labels, sample_weight=weights)
-    slope, offset = float(platt.coef_[0, 0]), float(platt.intercept_[0])
-    if slope <= 0:
-        return None, None, None
-    threshold = (np.log(target / (1 - target)) - offset) / slope
-    above = scores >= threshold
-    true = weights[above & labels].sum()
-    if true < MIN_SUPPORT:
-        return None, None, None
-    precision = true / max(weights[above].sum(), 1e-12)
-    return float(threshold), float(precision), float(true / weights[labels].sum())
-
-
-CALIBRATION = "local"
 
 
 @dataclass

@@ -12,10 +12,10 @@ from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from bot.models import Paper
 from bot.topics.scorer import Featurizer, paper_text
+from bot.topics.text_weights import ENGLISH_STOP_WORDS
 
 _WORD = re.compile(r"[^\W\d_][\w-]{2,39}")  # a word of letters (digits and hyphens inside), 3-40 long
 

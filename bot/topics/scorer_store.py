@@ -1,4 +1,5 @@
-"""The trained scorers in one file beside the database, read back at start.
+"""The trained scorers in one archive: kept in the database (`Store.scorer_models`, shared by every process of
+a deployment) and, as its local copy, in a file beside it that the scorer's child process reads.
 
 A NumPy `.npz` archive without pickles (loading it runs no code, whoever wrote the file): a JSON header with
 the format version and each topic's status, the featurizer's IDF, and each scored topic's non-zero weights.
@@ -16,11 +17,12 @@ from pathlib import Path
 
 import numpy as np
 
-from bot.topics.scorer import N_FEATURES, Featurizer, ScorerSet, TopicScorer
+from bot.topics.scorer import N_FEATURES, Featurizer, LinearWeights, ScorerSet, TopicScorer
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1
+FORMAT = 2  # 2: a topic's weights may be kept dense (one float32 per column), when that is smaller
+READABLE = (1, FORMAT)  # format 1 (non-zero weights only) reads as before
 MODEL_FILE = "scorer-model.npz"
 
 
@@ -45,10 +47,13 @@ def save(scorers: ScorerSet, path: Path) -> None:
             "held_out_suggestions": sorted(scorer.held_out_suggestions),
             "weights": None,
         }
-        if scorer.coef is not None:
-            columns = np.flatnonzero(scorer.coef)
-            arrays[f"w{number}_columns"] = columns.astype(np.int32)
-            arrays[f"w{number}_values"] = scorer.coef[columns]
+        weights = scorer.coef
+        if weights is not None and weights.columns is None:
+            arrays[f"w{number}_dense"] = weights.values.astype(np.float32)
+            entry["weights"], entry["dense"] = f"w{number}", True
+        elif weights is not None and weights.columns is not None:
+            arrays[f"w{number}_columns"] = weights.columns.astype(np.int32)
+            arrays[f"w{number}_values"] = weights.values.astype(np.float32)
             entry["weights"] = f"w{number}"
         topics[str(number)] = entry
     header = {
@@ -66,6 +71,14 @@ def save(scorers: ScorerSet, path: Path) -> None:
     os.replace(partial, path)
 
 
+def write_blob(blob: bytes, path: Path) -> None:
+    """A model archive read from the store, written as the local model file (atomically, as `save`)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_bytes(blob)
+    os.replace(partial, path)
+
+
 def load(path: Path) -> ScorerSet | None:
     """The scorers saved at `path`; None (logged) when the file is missing, damaged or of another format."""
     try:
@@ -80,8 +93,8 @@ def load(path: Path) -> ScorerSet | None:
 def _load(path: Path) -> ScorerSet:
     with np.load(path, allow_pickle=False) as arrays:
         header = json.loads(str(arrays["header"]))
-        if header.get("format") != FORMAT or header.get("n_features") != N_FEATURES:
-            raise ValueError(f"format {header.get('format')!r}, expected {FORMAT}")
+        if header.get("format") not in READABLE or header.get("n_features") != N_FEATURES:
+            raise ValueError(f"format {header.get('format')!r}, expected one of {READABLE}")
         idf = arrays["idf"].astype(np.float32)
         if idf.shape != (N_FEATURES,):
             raise ValueError("the IDF has the wrong shape")
@@ -91,9 +104,20 @@ def _load(path: Path) -> ScorerSet:
         )
         for entry in header["topics"].values():
             coef = None
-            if entry["weights"] is not None:
-                coef = np.zeros(N_FEATURES, dtype=np.float32)
-                coef[arrays[entry["weights"] + "_columns"]] = arrays[entry["weights"] + "_values"]
+            if entry["weights"] is not None and entry.get("dense"):
+                dense = arrays[entry["weights"] + "_dense"].astype(np.float32)
+                if dense.shape != (N_FEATURES,):
+                    raise ValueError("a topic's weights are damaged")
+                coef = LinearWeights(dense)
+            elif entry["weights"] is not None:
+                columns = arrays[entry["weights"] + "_columns"].astype(np.int32)
+                values = arrays[entry["weights"] + "_values"].astype(np.float32)
+                if columns.shape != values.shape or (
+                    len(columns) and not 0 <= columns.min() <= columns.max() < N_FEATURES
+                ):
+                    raise ValueError("a topic's weights are damaged")
+                order = np.argsort(columns, kind="stable")
+                coef = LinearWeights.sparse(columns[order], values[order])
             threshold = entry["threshold"]
             scorers.topics[entry["key"]] = TopicScorer(
                 query=entry["query"],

@@ -1,59 +1,61 @@
 """Training every topic's scorer from the store, in the background, and using the result.
 
-`LearnedScorer` owns the model file and the feature rows beside the database (`scorer_folder`):
+`LearnedScorer` owns the model (in the store, `Store.scorer_models`, with a local copy) and the feature rows
+kept beside the database (`scorer_folder`, a local cache rebuilt from the store):
 
-- `start()` reads the model back (a missing or damaged file is not an error: `needs_training` says so and the
+- `start()` reads the model back (a missing or damaged model is not an error: `needs_training` says so and the
   caller trains; until then every topic is query-only);
 - `train()` brings the feature rows up to date with the store (each paper featurized once), gathers each
   topic's query matches (the tree rule: a catalog topic learns from its descendants' matches too), its
   labelled examples (bot/topics/labels for catalog topics, plus `extra_examples`, the entry point for members'
-  ratings) and its definition, trains in a worker thread, saves, and swaps the new model in;
+  ratings) and its definition, trains, writes the model into the store, and swaps it in;
 - `suggest()` scores new papers against every scored topic (CPU-bound: call it in a worker thread);
 - `scan_history()` lists the stored papers a topic's scorer suggests (a new topic's history scan).
 
-Nothing here runs scikit-learn or NumPy on the event loop.
+The CPU work of training (fitting the IDF, featurizing the history, fitting and calibrating the models, scanning
+the history with them) runs in a child process (bot/topics/scorer_worker.py, the jobs of
+bot/topics/scorer_jobs.py): scikit-learn is never imported into the bot's process, and what a training takes
+is given back when it ends. This module reads the store and hands the child files; a child that dies leaves
+the previous model in use, logged, and the next training starts another. Scoring new papers is NumPy's, in a
+worker thread: nothing here runs on the event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import shutil
+import tempfile
+import weakref
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
 
 from bot.clock import Clock, SystemClock
 from bot.models import Paper, TopicRow
 from bot.store import Store
 from bot.topic_tree import Hierarchy
-from bot.topics import scorer_store
+from bot.topics import scorer_jobs, scorer_store
 from bot.topics.catalog import CatalogTopic, catalog_hierarchy
 from bot.topics.relevance import LabelSet, load_labels
 from bot.topics.scorer import (
     LABEL_WEIGHT,
-    MAX_NEGATIVES,
-    MAX_POSITIVES,
-    MIN_NEGATIVES,
-    MIN_POSITIVES,
-    NEGATIVES_PER_POSITIVE,
     Example,
     Featurizer,
     ScorerSet,
+    TopicInput,
     TopicScorer,
-    TrainingSet,
     paper_text,
     query_only,
-    train_topic,
 )
-from bot.topics.scorer_features import FeatureFile
+from bot.topics.scorer_features import CHUNK_ROWS, FeatureFile
+from bot.topics.scorer_jobs import TRAIN_GROUP
 from bot.topics.scorer_ratings import ANCHORS, RatedText, RatingView
+from bot.topics.scorer_worker import ScorerProcessDied, ScorerWorker, shared_worker
 
 log = logging.getLogger(__name__)
 
-TRAIN_GROUP = 10  # topics trained (and scanned) per pass over the feature rows: bounds the memory it takes
 IDF_SAMPLE = 50_000  # papers the IDF is fitted on (the first stored): enough for stable weights
 TEXT_BATCH = 5_000
 
@@ -61,17 +63,6 @@ TEXT_BATCH = 5_000
 def scorer_folder(database_path: Path) -> Path:
     """Where a deployment keeps its scorer: beside its database, named after it."""
     return database_path.with_name(database_path.name + ".scorer")
-
-
-@dataclass
-class TopicInput:
-    """What one topic's scorer learns from."""
-
-    key: str
-    query: str
-    matched: set[str]  # arXiv ids its query (or a descendant's) matches
-    examples: list[Example] = field(default_factory=list)
-    definition: str | None = None  # the topic's own words, as one positive pseudo-paper
 
 
 def labelled_examples(
@@ -97,71 +88,6 @@ def definition_text(name: str, description: str, definition: str = "") -> str:
     return paper_text(name, f"{description} {inside}".strip())
 
 
-def train_all(
-    features: FeatureFile,
-    topics: Sequence[TopicInput],
-    *,
-    seed: int = 0,
-    min_positives: int = MIN_POSITIVES,
-    pool: Pool | None = None,
-) -> tuple[dict[str, TopicScorer], frozenset[str]]:
-    """Train every topic's scorer on the feature rows (CPU-bound: run in a worker thread). One pass reads the
-    rows of every topic's matches; one random sample of the rows (`pool`, drawn here when not given, so that
-    several calls can share it) serves as every topic's negatives. Returns the scorers by key and the ids of
-    that sample."""
-    rng = np.random.default_rng(seed)
-    if len(features) == 0:
-        return {t.key: query_only(t.query, "no stored papers to learn from yet") for t in topics}, frozenset()
-    chosen: dict[str, list[str]] = {}
-    for topic in topics:
-        ids = sorted(topic.matched)
-        if len(ids) > MAX_POSITIVES:
-            ids = sorted(rng.choice(ids, MAX_POSITIVES, replace=False).tolist())
-        chosen[topic.key] = ids
-    found_ids, rows = features.rows(sorted(set().union(*chosen.values())) if chosen else [])
-    row_of = {key: i for i, key in enumerate(found_ids)}
-    pool_ids, pool_rows, stored = pool if pool is not None else draw_pool(features, seed)
-    pool_order = rng.permutation(len(pool_ids))  # the sample comes in store order; draw from it at random
-    # The labelled papers are shared by many topics (a sub-topic's are its parent's too): featurized once.
-    texts = {e.key: e.text for topic in topics for e in topic.examples}
-    example_row = {key: i for i, key in enumerate(texts)}
-    example_rows = features.featurizer.transform(list(texts.values())) if texts else None
-    scorers: dict[str, TopicScorer] = {}
-    for topic in topics:
-        labelled = {e.key for e in topic.examples}
-        positives = [row_of[k] for k in chosen[topic.key] if k in row_of and k not in labelled]
-        want = min(MAX_NEGATIVES, max(MIN_NEGATIVES, NEGATIVES_PER_POSITIVE * len(positives)))
-        drawn = [
-            int(i) for i in pool_order if pool_ids[i] not in topic.matched and pool_ids[i] not in labelled
-        ]
-        negatives = sorted(drawn[:want])  # a random `want` of them, read in store order
-        sampled_down = len(topic.matched) > MAX_POSITIVES
-        data = TrainingSet.build(
-            matched=rows[positives],
-            matched_total=len(topic.matched) if sampled_down else len(positives),
-            sampled=pool_rows[negatives],
-            sampled_ids=[pool_ids[i] for i in negatives],
-            unmatched_total=max(stored - len(topic.matched), len(negatives)),
-            examples=topic.examples,
-            example_features=(
-                example_rows[[example_row[e.key] for e in topic.examples]]
-                if example_rows is not None and topic.examples
-                else None
-            ),
-            definition=features.featurizer.transform([topic.definition]) if topic.definition else None,
-        )
-        scorers[topic.key] = train_topic(topic.query, data, seed=seed, min_positives=min_positives)
-    return scorers, frozenset(pool_ids)
-
-
-Pool = tuple[list[str], sp.csr_matrix, int]  # sampled ids, their rows, how many rows they were drawn from
-
-
-def draw_pool(features: FeatureFile, seed: int = 0) -> Pool:
-    """The random sample of stored papers every topic takes its negatives from."""
-    return features.sample(MAX_NEGATIVES, np.random.default_rng(seed + 1))
-
-
 class LearnedScorer:
     """A deployment's scorers: loaded at start, retrained in the background, asked about new papers."""
 
@@ -173,9 +99,18 @@ class LearnedScorer:
         catalog: Sequence[CatalogTopic] = (),
         labels: Path | None = None,
         clock: Clock | None = None,
+        worker: ScorerWorker | None = None,
     ) -> None:
         self.store = store
-        self.folder = folder  # None: nothing is kept on disk (tests, the demo)
+        self.folder = folder  # None: no folder beside the database (tests, the demo)
+        # Where the child process reads and writes (the model's local copy, the feature rows, the jobs' input
+        # files): the folder, or a temporary one removed with this object.
+        if folder is None:
+            self.work = Path(tempfile.mkdtemp(prefix="paperwatch-scorer-"))
+            weakref.finalize(self, shutil.rmtree, self.work, True)
+        else:
+            self.work = folder
+        self.worker = worker or shared_worker
         self.catalog = list(catalog)
         self.labels_folder = labels  # the catalog's labelled examples (bot/topics/labels), read when training
         self.clock = clock or SystemClock()
@@ -194,21 +129,46 @@ class LearnedScorer:
         return None if self.folder is None else self.folder / scorer_store.MODEL_FILE
 
     @property
+    def _model(self) -> Path:
+        return self.work / scorer_store.MODEL_FILE
+
+    @property
+    def _jobs(self) -> Path:
+        return self.work / "jobs"
+
+    @property
     def needs_training(self) -> bool:
         return self.scorers is None
 
     async def start(self) -> None:
-        """Read the model and its feature rows back; without a readable model, every topic stays query-only
-        until `train()` has run."""
-        path = self.model_path
-        if path is None:
-            return
-        self.scorers = await asyncio.to_thread(scorer_store.load, path)
-        if self.scorers is not None and self.folder is not None:
-            self.features = await asyncio.to_thread(
-                FeatureFile.open, self.scorers.featurizer, self.folder / "features"
+        """Read the model back from the store (kept in the local folder for the child process to read), and
+        the feature rows kept locally; without a readable model, every topic stays query-only until `train()`
+        has run. A model file left beside the database by a release that kept it there moves into the store."""
+        stored = await self.store.scorer_models.get()
+        if stored is not None and stored.format_version not in scorer_store.READABLE:
+            log.warning(
+                "the stored scorer model is of format %d, not %d: it will be trained again",
+                stored.format_version,
+                scorer_store.FORMAT,
             )
+        elif stored is not None:
+            await asyncio.to_thread(scorer_store.write_blob, stored.model, self._model)
+        elif not self._model.exists():
+            return
+        self.scorers = await asyncio.to_thread(scorer_store.load, self._model)
+        if self.scorers is None:
+            return
+        if stored is None:  # the file of an earlier release: every process reads the store's from now on
+            await self._publish()
+        self.features = await asyncio.to_thread(
+            FeatureFile.open, self.scorers.featurizer, self.work / "features"
+        )
         await self.refresh_views()
+
+    async def _publish(self) -> None:
+        """Write the local model file into the store: one write, which every process reads at its start."""
+        blob = await asyncio.to_thread(self._model.read_bytes)
+        await self.store.scorer_models.put(blob, format_version=scorer_store.FORMAT, at=self.clock.now())
 
     def status(self, topic_id: int, query: str) -> TopicScorer:
         """The topic's scorer, or a query-only stand-in saying why it has none."""
@@ -220,76 +180,109 @@ class LearnedScorer:
 
     async def train(self, topic_ids: Collection[int] | None = None) -> dict[int, TopicScorer]:
         """Bring the feature rows up to date, train every topic's scorer (or only those of `topic_ids`, e.g. a
-        topic whose query changed, keeping the others) in a worker thread, save the model and use it from now
-        on. Returns the scorers trained, by topic id."""
-        async with self._lock:
-            await self._sync_features()
-            assert self.features is not None
-            labels = None
-            if self.labels_folder is not None and self.catalog:
-                labels = await asyncio.to_thread(load_labels, self.labels_folder, self.catalog)
-            every = await self.store.topics.all()
-            rows = every if topic_ids is None else [row for row in every if row.id in topic_ids]
-            pool = await asyncio.to_thread(draw_pool, self.features)
-            trained: dict[str, TopicScorer] = {}
-            for start in range(0, len(rows), TRAIN_GROUP):  # a group at a time: bounded memory
-                inputs = await self._inputs(rows[start : start + TRAIN_GROUP], labels)
-                part, _ = await asyncio.to_thread(train_all, self.features, inputs, pool=pool)
-                trained.update(part)
-            sampled = frozenset(pool[0])
-            scorers = ScorerSet(self.features.featurizer, trained, sampled)
-            if topic_ids is not None and self.scorers is not None:
-                kept = {k: v for k, v in self.scorers.topics.items() if k not in trained}
-                scorers = ScorerSet(
-                    self.features.featurizer, {**kept, **trained}, self.scorers.trained_on | sampled
-                )
-            if self.model_path is not None:
-                await asyncio.to_thread(scorer_store.save, scorers, self.model_path)
-            self.scorers = scorers
-            rated = await self.refresh_views()
-            scored = sum(1 for s in trained.values() if s.scored)
-            log.info(
-                "scorer trained: %d of %d topics scored, the rest query-only; %d servers' ratings of %d papers",
-                scored,
-                len(trained),
-                len(self.views),
-                rated,
+        topic whose query changed, keeping the others) in the child process, save the model and use it from
+        now on. Returns the scorers trained, by topic id: none when the child process died (logged; the
+        previous model stays in use and the next training tries again)."""
+        async with self._lock, self.worker.session():
+            try:
+                return await self._train(topic_ids)
+            except ScorerProcessDied as exc:
+                log.error("%s: the scorer keeps its previous model; the next training tries again", exc)
+                return {}
+
+    async def _train(self, topic_ids: Collection[int] | None) -> dict[int, TopicScorer]:
+        await self._sync_features()
+        assert self.features is not None
+        labels = None
+        if self.labels_folder is not None and self.catalog:
+            labels = await asyncio.to_thread(load_labels, self.labels_folder, self.catalog)
+        every = await self.store.topics.all()
+        rows = every if topic_ids is None else [row for row in every if row.id in topic_ids]
+        inputs = self._jobs / "inputs.jsonl"
+        await asyncio.to_thread(scorer_jobs.write_inputs, inputs, [])
+        for start in range(0, len(rows), TRAIN_GROUP):  # a group at a time: bounded memory
+            group = await self._inputs(rows[start : start + TRAIN_GROUP], labels)
+            await asyncio.to_thread(scorer_jobs.write_inputs, inputs, group, append=True)
+        del labels
+        featurizer = self.features.featurizer
+        keep_others = topic_ids is not None and self.scorers is not None
+        keys = await self.worker.run(
+            scorer_jobs.train, featurizer, self.features.folder, inputs, self._model, keep_others=keep_others
+        )
+        await asyncio.to_thread(inputs.unlink, missing_ok=True)
+        scorers = await asyncio.to_thread(scorer_store.load, self._model)
+        if scorers is None:  # written a moment ago: unreadable only if the disk failed
+            log.error(
+                "the scorer model just trained at %s is unreadable: the previous one stays", self._model
             )
-            return {int(key): scorer for key, scorer in trained.items()}
+            return {}
+        await self._publish()
+        self.scorers = scorers
+        trained = {key: scorers.topics[key] for key in keys}
+        rated = await self.refresh_views()
+        scored = sum(1 for s in trained.values() if s.scored)
+        log.info(
+            "scorer trained: %d of %d topics scored, the rest query-only; %d servers' ratings of %d papers",
+            scored,
+            len(trained),
+            len(self.views),
+            rated,
+        )
+        return {int(key): scorer for key, scorer in trained.items()}
 
     async def sync(self) -> int:
         """Give the papers stored since the last sync their feature rows (no training); returns how many rows
         there are. Before the first training there is no featurizer: nothing to do."""
         if self.features is None:
             return 0
-        async with self._lock:
-            await self._sync_features()
+        async with self._lock, self.worker.session():
+            try:
+                await self._sync_features()
+            except ScorerProcessDied as exc:
+                log.error("%s: the papers since are featurized at the next sync", exc)
         return len(self.features)
 
     async def _sync_features(self) -> None:
-        """Featurize the papers stored since the last sync; with no featurizer yet, fit one first."""
+        """Featurize the papers stored since the last sync (in the child process, a chunk's worth of papers
+        per job); with no featurizer yet, fit one first."""
         if self.features is None:
             featurizer = self.scorers.featurizer if self.scorers is not None else await self._fit_featurizer()
-            folder = None if self.folder is None else self.folder / "features"
-            self.features = (
-                FeatureFile(featurizer)
-                if folder is None
-                else await asyncio.to_thread(FeatureFile.open, featurizer, folder)
-            )
+            self.features = await asyncio.to_thread(FeatureFile.open, featurizer, self.work / "features")
         features = self.features
+        assert features.folder is not None
+        # The texts go to the job's file a store batch at a time: the bot never holds a chunk's worth of them.
+        texts, written, last = self._jobs / "texts.jsonl", 0, features.last_position
         async for batch in self.store.papers.texts(after=features.last_position, batch=TEXT_BATCH):
-            ids = [arxiv_id for _, arxiv_id, _, _ in batch]
-            texts = [paper_text(title, abstract) for _, _, title, abstract in batch]
-            await asyncio.to_thread(features.add, ids, texts, batch[-1][0])
-        await asyncio.to_thread(features.flush)
+            rows = [(arxiv_id, paper_text(title, abstract)) for _, arxiv_id, title, abstract in batch]
+            await asyncio.to_thread(scorer_jobs.write_texts, texts, rows, append=written > 0)
+            written, last = written + len(rows), batch[-1][0]
+            if written >= CHUNK_ROWS:
+                await self._featurize(features, texts, last)
+                written = 0
+        if written:
+            await self._featurize(features, texts, last)
+
+    async def _featurize(self, features: FeatureFile, texts: Path, last: int) -> None:
+        added = await self.worker.run(
+            scorer_jobs.featurize, features.featurizer, features.folder, features.chunks, texts, last
+        )
+        features.chunks.extend(added)  # the child wrote their files and the folder's list
+        await asyncio.to_thread(texts.unlink, missing_ok=True)
 
     async def _fit_featurizer(self) -> Featurizer:
-        texts: list[str] = []
+        texts, written = self._jobs / "idf-sample.jsonl", 0
         async for batch in self.store.papers.texts(batch=TEXT_BATCH):
-            texts.extend(paper_text(title, abstract) for _, _, title, abstract in batch)
-            if len(texts) >= IDF_SAMPLE:
+            rows = [(arxiv_id, paper_text(title, abstract)) for _, arxiv_id, title, abstract in batch]
+            rows = rows[: IDF_SAMPLE - written]
+            await asyncio.to_thread(scorer_jobs.write_texts, texts, rows, append=written > 0)
+            written += len(rows)
+            if written >= IDF_SAMPLE:
                 break
-        return await asyncio.to_thread(Featurizer.fit, texts[:IDF_SAMPLE])
+        if not written:
+            await asyncio.to_thread(scorer_jobs.write_texts, texts, [])
+        featurizer = await self.worker.run(scorer_jobs.fit_featurizer, texts)
+        await asyncio.to_thread(texts.unlink, missing_ok=True)
+        return featurizer
 
     async def _inputs(self, rows: Sequence[TopicRow], labels: LabelSet | None = None) -> list[TopicInput]:
         """What each topic learns from. Its stored exact matches already hold its descendants' (the store keeps
@@ -375,26 +368,29 @@ class LearnedScorer:
     async def refresh(self, topic_ids: Collection[int] | None = None) -> dict[int, int]:
         """Train (every topic, or those of `topic_ids`), then make each trained topic's stored suggestions what
         its scorer finds in the history now (none for a query-only topic): the daily job, and what follows a
-        topic's new query. Returns how many suggestions each trained topic holds."""
-        trained = await self.train(topic_ids)
-        held: dict[int, int] = {}
-        keys = list(trained)
-        for start in range(0, len(keys), TRAIN_GROUP):  # a group of topics per pass: bounded memory
-            group = {key: trained[key] for key in keys[start : start + TRAIN_GROUP]}
-            scorers = {key: scorer for key, scorer in group.items() if scorer.scored}
-            found: dict[int, list[str]] = {}
-            if scorers and self.features is not None and self.scorers is not None:
-                async with self._lock:
-                    found = await asyncio.to_thread(
-                        _scan_all, self.features, scorers, self.scorers.trained_on
+        topic's new query. Returns how many suggestions each trained topic holds (none when the child process
+        died: the stored suggestions stay as they were)."""
+        async with self.worker.session():  # one child process for the training and the scan
+            trained = await self.train(topic_ids)
+            held: dict[int, int] = {}
+            keys = list(trained)
+            for start in range(0, len(keys), TRAIN_GROUP):  # a group of topics per pass: bounded memory
+                group = {key: trained[key] for key in keys[start : start + TRAIN_GROUP]}
+                scored = [str(key) for key, scorer in group.items() if scorer.scored]
+                try:
+                    found = await self._scan(scored) if scored else {}
+                except ScorerProcessDied as exc:
+                    log.error("%s: the topics' suggestions are renewed at the next training", exc)
+                    return held
+                for topic_id in group:
+                    exact = (
+                        set(await self.store.topics.matched_ids(topic_id)) if found.get(topic_id) else set()
                     )
-            for topic_id in group:
-                exact = set(await self.store.topics.matched_ids(topic_id)) if found.get(topic_id) else set()
-                suggested = [key for key in found.get(topic_id, []) if key not in exact]
-                held[topic_id] = await self.store.topics.replace_suggestions(
-                    topic_id, suggested, self.clock.now()
-                )
-        return held
+                    suggested = [key for key in found.get(topic_id, []) if key not in exact]
+                    held[topic_id] = await self.store.topics.replace_suggestions(
+                        topic_id, suggested, self.clock.now()
+                    )
+            return held
 
     async def scan_history(self, topic_id: int, query: str) -> list[str]:
         """The stored papers (with feature rows) this topic's scorer suggests, by arXiv id, in store order;
@@ -402,27 +398,14 @@ class LearnedScorer:
         scorer = self.status(topic_id, query)
         if not scorer.scored or self.features is None or self.scorers is None:
             return []
+        return (await self._scan([str(topic_id)])).get(topic_id, [])
+
+    async def _scan(self, keys: Sequence[str]) -> dict[int, list[str]]:
+        """Per topic id (of those keys scored in the model), the stored papers its scorer suggests: the child
+        process reads every feature row once."""
+        assert self.features is not None
         async with self._lock:
-            return await asyncio.to_thread(_scan, self.features, scorer, self.scorers.trained_on)
-
-
-def _scan(features: FeatureFile, scorer: TopicScorer, trained_on: frozenset[str]) -> list[str]:
-    return _scan_all(features, {0: scorer}, trained_on)[0]
-
-
-def _scan_all(
-    features: FeatureFile, scorers: Mapping[int, TopicScorer], trained_on: frozenset[str]
-) -> dict[int, list[str]]:
-    """Per topic, the stored papers its final model suggests, reading every chunk once; for the papers sampled
-    as negatives, their out-of-fold verdict instead (cross-fitting: a model that never saw them)."""
-    found: dict[int, list[str]] = {key: [] for key in scorers}
-    banned = np.array(sorted(trained_on)) if trained_on else np.array([], dtype=str)
-    for ids, matrix in features.each_chunk():
-        sampled = np.isin(ids, banned)
-        sampled_ids = ids[sampled].tolist()
-        for key, scorer in scorers.items():
-            flags = scorer.suggests(matrix)
-            if sampled_ids:
-                flags[sampled] = [k in scorer.held_out_suggestions for k in sampled_ids]
-            found[key].extend(ids[flags].tolist())
-    return found
+            found = await self.worker.run(
+                scorer_jobs.scan, self.features.featurizer, self.features.folder, self._model, keys
+            )
+        return {int(key): ids for key, ids in found.items()}

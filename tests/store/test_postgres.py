@@ -54,13 +54,14 @@ async def test_a_database_of_the_first_schema_gains_the_card_actions_tables_keep
                 "ratings",
                 "saved_papers",
                 "topic_history_pending",
+                "scorer_models",
                 "delivery_leases",
                 "topic_day_counts",
             ):
                 await store.db.execute(f"DROP TABLE {table}")
             await store.db.execute("DROP FUNCTION forget_topic_day_counts() CASCADE")  # with its trigger
             await store.db.execute(
-                "DELETE FROM schema_migrations WHERE version IN (2, 4, 6)"
+                "DELETE FROM schema_migrations WHERE version IN (2, 3, 4, 6)"
             )  # what those made
     async with await PostgresStore.open(postgres_url, clock) as upgraded:
         rows = await upgraded.db.fetchall("SELECT version FROM schema_migrations ORDER BY version")

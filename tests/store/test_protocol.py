@@ -62,7 +62,7 @@ def test_the_sqlite_store_has_every_member_of_the_protocol_with_the_same_signatu
     repositories = [
         typing.get_type_hints(m.fget)["return"] for m in _members(Store).values() if isinstance(m, property)
     ]
-    assert len(repositories) == 11 and all(_members(r) for r in repositories)
+    assert len(repositories) == 12 and all(_members(r) for r in repositories)
     assert mismatches(Store, SqliteStore(tmp_path / "never-opened.sqlite3")) == []
 
 

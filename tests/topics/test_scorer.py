@@ -3,7 +3,7 @@ missing or damaged model or feature file is rebuilt, never fatal), and the label
 
 from __future__ import annotations
 
-import threading
+import multiprocessing
 from pathlib import Path
 
 import numpy as np
@@ -16,17 +16,11 @@ from bot.topics import scorer_store
 from bot.topics.catalog import CatalogTopic, load_catalog
 from bot.topics.index import TopicIndex
 from bot.topics.query import parse_query
-from bot.topics.scorer import (
-    MIN_POSITIVES,
-    Example,
-    Featurizer,
-    TrainingSet,
-    calibrate,
-    paper_text,
-    train_topic,
-)
+from bot.topics.scorer import MIN_POSITIVES, Example, Featurizer, paper_text
 from bot.topics.scorer_features import FeatureFile
+from bot.topics.scorer_fit import TrainingSet, calibrate, train_topic
 from bot.topics.scorer_training import LearnedScorer, scorer_folder
+from bot.topics.scorer_worker import ScorerWorker
 from tests.topics.scorer_corpus import CATALOG, ELSEWHERE, FIELD, UNSAID, corpus
 
 
@@ -184,34 +178,88 @@ async def test_the_model_is_reloaded_at_start(store: Store, clock: FakeClock, tm
     assert again.features is not None and len(again.features) == len(corpus())
 
 
-@pytest.mark.parametrize("damage", ["missing", "truncated", "garbage", "other-format"])
-async def test_a_missing_or_damaged_model_file_is_rebuilt_never_fatal(
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "other-format", "other-format-inside"])
+async def test_a_damaged_stored_model_is_trained_again_never_fatal(
     store: Store, clock: FakeClock, tmp_path: Path, damage: str
 ) -> None:
     learned, ids = await trained_world(store, clock, tmp_path)
-    path = learned.model_path
-    assert path is not None
-    if damage == "missing":
-        path.unlink()
-    elif damage == "truncated":
-        path.write_bytes(path.read_bytes()[:200])
+    stored = await store.scorer_models.get()
+    assert stored is not None
+    blob, version = stored.model, scorer_store.FORMAT
+    if damage == "truncated":
+        blob = blob[:200]
     elif damage == "garbage":
-        path.write_bytes(b"not a model")
-    else:
-        scorers = scorer_store.load(path)
+        blob = b"not a model"
+    elif damage == "other-format":
+        version += 1
+    else:  # the column says this format, the archive's header another
+        scorers = learned.scorers
         assert scorers is not None
-        scorer_store.FORMAT, saved = scorer_store.FORMAT + 1, scorer_store.FORMAT
+        scorer_store.FORMAT = version + 1
         try:
-            scorer_store.save(scorers, path)
+            scorer_store.save(scorers, tmp_path / "scratch.npz")
         finally:
-            scorer_store.FORMAT = saved
-    again = LearnedScorer(store, learned.folder, catalog=learned.catalog)
+            scorer_store.FORMAT = version
+        blob = (tmp_path / "scratch.npz").read_bytes()
+    await store.scorer_models.put(blob, format_version=version, at=clock.now())
+    again = LearnedScorer(store, tmp_path / "another-machine", catalog=learned.catalog)
     await again.start()
     assert again.needs_training
     assert again.status(ids["quantum-error-correction"], '"quantum error correction"').status == "query-only"
     await again.train()
-    assert scorer_store.load(path) is not None
     assert again.status(ids["quantum-error-correction"], '"quantum error correction"').scored
+    retrained = await store.scorer_models.get()
+    assert retrained is not None and retrained.format_version == scorer_store.FORMAT
+    assert scorer_store.load(tmp_path / "another-machine" / scorer_store.MODEL_FILE) is not None
+
+
+@pytest.mark.both_back_ends
+async def test_another_process_elsewhere_reads_the_model_from_the_store(
+    store: Store, clock: FakeClock, tmp_path: Path
+) -> None:
+    """Several machines share one model: a process with an empty folder of its own scores at once."""
+    _, ids = await trained_world(store, clock, tmp_path)
+    query = '"quantum error correction"'
+    elsewhere = LearnedScorer(store, tmp_path / "machine-2" / "db.sqlite3.scorer")
+    await elsewhere.start()
+    assert not elsewhere.needs_training and elsewhere.status(ids["quantum-error-correction"], query).scored
+    assert elsewhere.suggest([UNSAID, ELSEWHERE], {ids["quantum-error-correction"]: query}) == {
+        UNSAID.arxiv_id: {ids["quantum-error-correction"]}
+    }
+    # its feature rows are a local cache, rebuilt from the store at its first sync
+    assert elsewhere.features is not None and len(elsewhere.features) == 0
+    assert await elsewhere.sync() == len(corpus())
+
+
+async def test_a_damaged_local_copy_of_the_model_is_replaced_by_the_stored_one(
+    store: Store, clock: FakeClock, tmp_path: Path
+) -> None:
+    learned, ids = await trained_world(store, clock, tmp_path)
+    assert learned.model_path is not None
+    learned.model_path.write_bytes(b"not a model")
+    again = LearnedScorer(store, learned.folder)
+    await again.start()
+    assert again.status(ids["quantum-error-correction"], '"quantum error correction"').scored
+    assert scorer_store.load(learned.model_path) is not None
+
+
+async def test_a_model_file_of_an_earlier_release_moves_into_the_store(
+    clock: FakeClock, tmp_path: Path
+) -> None:
+    """Releases before kept the model beside the database only: it is read, and written into the store."""
+    from bot.store import SqliteStore
+
+    async with await SqliteStore.open(tmp_path / "first.sqlite3", clock) as first:
+        learned, ids = await trained_world(first, clock, tmp_path)
+        assert learned.model_path is not None
+        file = learned.model_path.read_bytes()
+    async with await SqliteStore.open(tmp_path / "upgraded.sqlite3", clock) as upgraded:
+        assert await upgraded.scorer_models.get() is None
+        again = LearnedScorer(upgraded, learned.folder)
+        await again.start()
+        assert again.status(ids["quantum-error-correction"], '"quantum error correction"').scored
+        stored = await upgraded.scorer_models.get()
+        assert stored is not None and stored.model == file
 
 
 async def test_damaged_feature_rows_are_rebuilt_from_the_store(
@@ -230,21 +278,17 @@ async def test_damaged_feature_rows_are_rebuilt_from_the_store(
     assert len(reopened) == len(corpus())
 
 
-async def test_training_runs_off_the_event_loop(
-    store: Store, clock: FakeClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+async def test_training_with_no_idle_time_leaves_no_child_process_running(
+    store: Store, clock: FakeClock, tmp_path: Path
 ) -> None:
-    import bot.topics.scorer_training as training
-
-    threads: list[threading.Thread] = []
-    real = training.train_all
-
-    def recording(*args: object, **kwargs: object) -> object:
-        threads.append(threading.current_thread())
-        return real(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(training, "train_all", recording)
-    await trained_world(store, clock, tmp_path)
-    assert threads and all(t is not threading.main_thread() for t in threads)
+    await store.papers.upsert(corpus(), seen_at=clock.now())
+    await TopicIndex(store, clock).start(catalog(tmp_path))
+    learned = LearnedScorer(store, tmp_path / "scorer", catalog=catalog(tmp_path), worker=ScorerWorker(0))
+    before = set(multiprocessing.active_children())  # the shared worker's child, kept by other tests
+    await learned.train()
+    assert learned.scorers is not None and learned.scorers.topics
+    assert not learned.worker.running
+    assert set(multiprocessing.active_children()) <= before
 
 
 def test_scorer_folder_sits_beside_the_database(tmp_path: Path) -> None:

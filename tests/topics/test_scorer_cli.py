@@ -44,7 +44,11 @@ async def test_train_learns_from_the_labels_and_status_reads_the_model_back(tmp_
     assert code == 0, err
     assert line_of(again, "RL Post-Training") == line_of(out, "RL Post-Training")
 
-    model.write_bytes(b"damaged")  # never fatal: read as untrained, then rebuilt
+    store = await open_store(db)
+    stored = await store.scorer_models.get()
+    assert stored is not None  # the model every process reads: in the database
+    await store.scorer_models.put(b"damaged", format_version=stored.format_version, at=stored.trained_at)
+    await store.close()  # never fatal: read as untrained, then rebuilt
     code, out, err = await run_cli("scorer", "status", env=env, cwd=tmp_path)
     assert code == 0 and "Traceback" not in err
     assert "has not been trained yet" in line_of(out, "RL Post-Training")

@@ -19,6 +19,7 @@ from bot.store.postgres.topics import TopicRepo
 from bot.store.protocol import ProcessLock
 from bot.store.ratings import RatingRepo
 from bot.store.saved import SavedRepo
+from bot.store.scorer_models import ScorerModelRepo  # written in SQL both engines run
 from bot.store.sources import BackfillRepo  # written in SQL both engines run
 
 
@@ -37,6 +38,7 @@ class PostgresStore:
         self.ratings = RatingRepo(self.db)
         self.saved = SavedRepo(self.db)
         self.similar = SimilarRepo(self.db)
+        self.scorer_models = ScorerModelRepo(self.db)
 
     @classmethod
     async def open(cls, url: str, clock: Clock | None = None) -> PostgresStore:
