@@ -172,6 +172,11 @@ class Database:
             applied.append(version)
         return applied
 
+    @property
+    def writing(self) -> bool:
+        """Another task holds the write transaction: a read that would only like to write may skip it."""
+        return self._write_lock.locked() and not _in_transaction.get()
+
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
         """One write transaction; nested use joins the outer one. Rolled back on any exception."""

@@ -31,20 +31,13 @@ class TopicDayCounts:
             )
         }
         missing = [(t, d) for t in counts for d in range(first, last) if (t, d) not in known]
-        if missing:
+        if missing and self.db.writing:
+            # A command never waits behind a write (a poll, a history batch): count on a reader, keep nothing.
+            known.update(await self._count(missing))
+        elif missing:
             # Counted and kept in one write transaction, so a match stored meanwhile cannot be missed by both.
             async with self.db.transaction() as conn:
-                lo, hi = min(d for _, d in missing), max(d for _, d in missing) + 1
-                topics = sorted({t for t, _ in missing})
-                counted = dict.fromkeys(missing, 0)
-                for topic_id, day, papers in await self.db.fetchall(
-                    "SELECT topic_id, published / 86400 AS day, COUNT(*) FROM topic_matches"
-                    f" WHERE topic_id IN ({','.join('?' * len(topics))}) AND published >= ? AND published < ?"
-                    " AND kind = 'exact' GROUP BY topic_id, day",
-                    (*topics, lo * DAY, hi * DAY),
-                ):
-                    if (topic_id, day) in counted:
-                        counted[(topic_id, day)] = papers
+                counted = await self._count(missing)
                 await conn.executemany(
                     "INSERT OR REPLACE INTO topic_day_counts (topic_id, day, papers) VALUES (?, ?, ?)",
                     [(t, d, n) for (t, d), n in counted.items()],
@@ -53,3 +46,18 @@ class TopicDayCounts:
         for (topic_id, day), papers in known.items():
             counts[topic_id][day - first] = int(papers)
         return counts
+
+    async def _count(self, missing: Sequence[tuple[int, int]]) -> dict[tuple[int, int], int]:
+        """The exact matches of each (topic, day) asked, counted in one grouped query."""
+        lo, hi = min(d for _, d in missing), max(d for _, d in missing) + 1
+        topics = sorted({t for t, _ in missing})
+        counted = dict.fromkeys(missing, 0)
+        for topic_id, day, papers in await self.db.fetchall(
+            "SELECT topic_id, published / 86400 AS day, COUNT(*) FROM topic_matches"
+            f" WHERE topic_id IN ({','.join('?' * len(topics))}) AND published >= ? AND published < ?"
+            " AND kind = 'exact' GROUP BY topic_id, day",
+            (*topics, lo * DAY, hi * DAY),
+        ):
+            if (topic_id, day) in counted:
+                counted[(topic_id, day)] = papers
+        return counted

@@ -166,6 +166,11 @@ class Database:
                 "interrupted work runs again once the server answers"
             ) from exc
 
+    @property
+    def writing(self) -> bool:
+        """Another task holds the write transaction: a read that would only like to write may skip it."""
+        return self._write_lock.locked() and _current.get() is None
+
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[asyncpg.Connection]:
         """One write transaction; nested use joins the outer one. Rolled back on any exception."""
