@@ -9,11 +9,15 @@ from collections import Counter
 from pathlib import Path
 
 import asyncpg
+import pytest
 
 from tests.cli.process import run_cli
 from tests.e2e.bot_processes import CHANNELS, PAPERS, BotProcess, deliver_env, eventually, fill_outbox
 from tests.e2e.helpers import embed_urls
 from tests.fakes.checked_discord import FakeDiscord
+
+# These start the bot as processes with their own settings (DATABASE_URL included): one run, not one per back end.
+pytestmark = pytest.mark.sqlite_only
 
 
 async def test_deliver_processes_post_each_paper_once_even_when_one_is_killed_holding_channels(

@@ -6,12 +6,17 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from bot.clock import SystemClock
 from bot.loopback.arxiv import LoopbackArxiv
 from bot.scheduler import WAITING
 from bot.store import open_store
 from tests.e2e.bot_processes import BotProcess, eventually, poll_env
 from tests.factories import make_paper
+
+# These start the bot as processes with their own settings (DATABASE_URL included): one run, not one per back end.
+pytestmark = pytest.mark.sqlite_only
 
 POLLED = r"papers fetched in \d+ pages"
 

@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 import asyncpg
+import pytest
 
 from bot.loopback.arxiv import LoopbackArxiv
 from tests.e2e.bot_processes import (
@@ -22,6 +23,9 @@ from tests.e2e.bot_processes import (
 from tests.e2e.helpers import embed_urls
 from tests.fakes.checked_discord import FakeDiscord
 from tests.store.postgres_cluster import Cluster
+
+# These start the bot as processes with their own settings (DATABASE_URL included): one run, not one per back end.
+pytestmark = pytest.mark.sqlite_only
 
 
 async def advisory_locks(url: str) -> int:

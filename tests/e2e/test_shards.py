@@ -14,6 +14,9 @@ from tests.cli.process import run_cli
 from tests.e2e.bot_processes import BotProcess
 from tests.fakes.checked_discord import FakeDiscord
 
+# These start the bot as processes with their own settings (DATABASE_URL included): one run, not one per back end.
+pytestmark = pytest.mark.sqlite_only
+
 
 def shard_of(guild: Guild, count: int) -> int:
     return (guild.id >> 22) % count  # Discord's rule

@@ -37,6 +37,9 @@ _LOST = (
     asyncpg.CannotConnectNowError,
     ConnectionError,
     TimeoutError,
+    # A pooled connection the restart cut mid-statement can be left in a broken protocol state ("cannot switch
+    # to state 11; another operation is in progress"): it is lost too, and the pool drops it.
+    asyncpg.InternalClientError,
 )
 
 
