@@ -189,6 +189,7 @@ class DeliveryWorker:
         self.console = console  # serve the terminal's follows instead of Discord's
         self.channel_concurrency = channel_concurrency
         self.claim_batch = max(1, claim_batch)  # channels claimed at a time: see deliver_once
+        self._progress: asyncio.Event | None = None  # set by each post of a round (deliver_once)
         self.stopping = False  # set on shutdown: the post in flight finishes, the rest stays queued
         self.lease = timedelta(seconds=lease_seconds)  # longer than any one post, retries included
         # Unique across processes and restarts: a restarted process must not find its old leases its own.
@@ -238,20 +239,20 @@ class DeliveryWorker:
         """One round: channels in parallel (Discord rate-limits each channel on its own), each channel's posts
         in announcement order, one at a time.
 
-        Channels are claimed a few at a time (`claim_batch`), more after each post this worker makes and when
+        Channels are claimed a few at a time (`claim_batch`), more as each post of this worker starts and when
         one of its channels is done, so workers sharing the outbox take channels in proportion to how fast
         they post and a killed worker strands only its share; and a channel whose lease expired (its worker
         died) is taken over at this worker's next claim, within the round, not a round later."""
         report = DeliveryReport()
         running: dict[asyncio.Task[None], int] = {}
-        progress = asyncio.Event()
+        progress = self._progress = asyncio.Event()
         more = True  # the last claim found channels: claim again after the next post
 
         async def one_channel(channel_id: int) -> None:
             try:
                 if not self.stopping:
                     await self._recover_channel(channel_id)
-                    await self._deliver_channel(channel_id, report, progress)
+                    await self._deliver_channel(channel_id, report)
             finally:
                 await self._release(channel_id)
                 progress.set()
@@ -260,19 +261,21 @@ class DeliveryWorker:
         while True:
             room = self.channel_concurrency - len(running)
             if more and room > 0 and failure is None and not self.stopping:
-                now = self.clock.now()
+                want, now = min(room, self.claim_batch), self.clock.now()
                 claimed = await self.store.deliveries.claim_channels(
                     self.worker_id,
                     "each",
                     now,
                     now + self.lease,
                     console=self.console,
-                    limit=min(room, self.claim_batch) + len(running),  # its own running ones come back last
+                    limit=want + len(running),  # its own running channels may come back too
                 )
-                new = [c for c in claimed if c not in running.values()][:room]
-                for channel_id in new:
+                new = [c for c in claimed if c not in running.values()]
+                await self.store.deliveries.release(self.worker_id, new[room:])  # beyond its concurrency
+                for channel_id in new[:room]:
                     running[asyncio.create_task(one_channel(channel_id))] = channel_id
-                more = len(new) == min(room, self.claim_batch)
+                more = len(new) >= want
+                log.debug("claimed channels %s (%d running)", new[:room], len(running))
             if not running:
                 break
             progress.clear()
@@ -290,9 +293,7 @@ class DeliveryWorker:
             raise failure
         return report
 
-    async def _deliver_channel(
-        self, channel_id: int, report: DeliveryReport, progress: asyncio.Event | None = None
-    ) -> None:
+    async def _deliver_channel(self, channel_id: int, report: DeliveryReport) -> None:
         due = await self.store.deliveries.for_channel(channel_id, mode="each", now=self.clock.now())
         now_posting, rest = due[: self.per_channel], due[self.per_channel :]
         for item in now_posting:
@@ -302,8 +303,6 @@ class DeliveryWorker:
             post = partial(self.poster.post_card, channel_id, item.paper, card_topics(item), nonce)
             if not await self._post_or_smaller(channel_id, [item], report, post):
                 return  # rate-limited, failing or gone: the rest of this channel waits for a later cycle
-            if progress is not None:
-                progress.set()  # posting: the round may claim a few more channels
         if rest and not self.stopping:
             text = more_papers_text(rest)
             nonce = nonce_for(channel_id, f"more:{rest[0].id}:{rest[-1].id}")
@@ -397,6 +396,8 @@ class DeliveryWorker:
             log.warning("channel %d: this worker's lease on it ran out; another worker has it", channel_id)
             return Outcome.WAIT
         await self.store.deliveries.mark_sending(ids)
+        if self._progress is not None:
+            self._progress.set()  # posting (perhaps about to wait on a rate limit): room to claim a few more
         now = self.clock.now()
         try:
             message_id = await post()
