@@ -10,22 +10,36 @@ from datetime import timedelta
 import pytest
 
 from bot.clock import FakeClock
-from bot.delivery import DeliveryWorker, nonce_for
+from bot.delivery import DeliveryWorker, enqueue_for_new_papers, nonce_for
 from bot.models import Paper
 from bot.store import Store
 from tests.factories import make_paper
 from tests.fakes.poster import Post, RecordingPoster
-from tests.test_delivery import GUILD, arrive, follow, topic
 
 pytestmark = pytest.mark.both_back_ends
 
+GUILD = 1
+
 
 async def queued(store: Store, clock: FakeClock, channels: list[int], count: int) -> list[Paper]:
-    rl = await topic(store, clock, "RL")
+    """`count` new papers of a topic each of `channels` follows, queued as ingest queues them."""
+    rl, _ = await store.topics.save(
+        guild_id=0, slug="rl", name="RL", description="", query="ti:x", at=clock.now()
+    )
     for channel in channels:
-        await follow(store, clock, rl, channel=channel)
+        await store.follows.upsert(
+            guild_id=GUILD,
+            channel_id=channel,
+            topic_id=rl.id,
+            mode="each",
+            digest_hour=8,
+            created_by=None,
+            at=clock.now(),
+        )
     papers = [make_paper(i, published=clock.now() - timedelta(minutes=10 - i)) for i in range(count)]
-    await arrive(store, clock, papers, {p.arxiv_id: {rl} for p in papers})
+    async with store.transaction():
+        result = await store.papers.upsert(papers, seen_at=clock.now())
+        await enqueue_for_new_papers(store, clock, result, {p.arxiv_id: {rl.id} for p in papers})
     return papers
 
 
