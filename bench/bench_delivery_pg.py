@@ -6,8 +6,9 @@ requests per second overall; then 4 processes with one killed (SIGKILL) mid-batc
 
 The URL names a server where the user may create databases: each run gets a fresh one (bench_delivery_<n>). It
 reports, for each run, the time from the first post to the last against the least those limits allow (goal:
-<= 1.2x), and whether every (channel, paper) arrived exactly once. The killed worker's channels wait for their
-lease to run out (--lease seconds) before another worker takes them over, so that run's ratio includes one lease.
+<= 1.2x), and whether every (channel, paper) arrived exactly once. The killed worker's channels (its share: workers
+claim a few channels at a time) wait for their lease to run out (--lease seconds) before a running worker takes them
+over at its next claim, so that run's ratio includes one lease.
 """
 
 from __future__ import annotations

@@ -175,6 +175,7 @@ class DeliveryWorker:
         digest_cards: int = 10,
         console: bool = False,
         channel_concurrency: int = 50,
+        claim_batch: int = 2,
         lease_seconds: float = 60.0,
         worker_id: str | None = None,
     ) -> None:
@@ -187,6 +188,8 @@ class DeliveryWorker:
         self.digest_cards = max(1, min(digest_cards, EMBEDS_PER_MESSAGE))
         self.console = console  # serve the terminal's follows instead of Discord's
         self.channel_concurrency = channel_concurrency
+        self.claim_batch = max(1, claim_batch)  # channels claimed at a time: see deliver_once
+        self._progress: asyncio.Event | None = None  # set by each post of a round (deliver_once)
         self.stopping = False  # set on shutdown: the post in flight finishes, the rest stays queued
         self.lease = timedelta(seconds=lease_seconds)  # longer than any one post, retries included
         # Unique across processes and restarts: a restarted process must not find its old leases its own.
@@ -234,33 +237,60 @@ class DeliveryWorker:
 
     async def deliver_once(self) -> DeliveryReport:
         """One round: channels in parallel (Discord rate-limits each channel on its own), each channel's posts
-        in announcement order, one at a time."""
+        in announcement order, one at a time.
+
+        Channels are claimed a few at a time (`claim_batch`), more as each post of this worker starts and when
+        one of its channels is done, so workers sharing the outbox take channels in proportion to how fast
+        they post and a killed worker strands only its share; and a channel whose lease expired (its worker
+        died) is taken over at this worker's next claim, within the round, not a round later."""
         report = DeliveryReport()
-        gate = asyncio.Semaphore(self.channel_concurrency)
+        running: dict[asyncio.Task[None], int] = {}
+        progress = self._progress = asyncio.Event()
+        more = True  # the last claim found channels: claim again after the next post
 
         async def one_channel(channel_id: int) -> None:
             try:
-                async with gate:
-                    if not self.stopping:
-                        await self._recover_channel(channel_id)
-                        await self._deliver_channel(channel_id, report)
+                if not self.stopping:
+                    await self._recover_channel(channel_id)
+                    await self._deliver_channel(channel_id, report)
             finally:
                 await self._release(channel_id)
+                progress.set()
 
-        now = self.clock.now()
-        channels = await self.store.deliveries.claim_channels(
-            self.worker_id,
-            "each",
-            now,
-            now + self.lease,
-            console=self.console,
-            limit=self.channel_concurrency,
-        )
-        # Every channel's task ends before the round does (a failure in one, e.g. the database going away,
-        # must not leave the others posting into the next round); then the first failure is raised.
-        for outcome in await asyncio.gather(*(one_channel(c) for c in channels), return_exceptions=True):
-            if isinstance(outcome, BaseException):
-                raise outcome
+        failure: BaseException | None = None
+        while True:
+            room = self.channel_concurrency - len(running)
+            if more and room > 0 and failure is None and not self.stopping:
+                want, now = min(room, self.claim_batch), self.clock.now()
+                claimed = await self.store.deliveries.claim_channels(
+                    self.worker_id,
+                    "each",
+                    now,
+                    now + self.lease,
+                    console=self.console,
+                    limit=want + len(running),  # its own running channels may come back too
+                )
+                new = [c for c in claimed if c not in running.values()]
+                await self.store.deliveries.release(self.worker_id, new[room:])  # beyond its concurrency
+                for channel_id in new[:room]:
+                    running[asyncio.create_task(one_channel(channel_id))] = channel_id
+                more = len(new) >= want
+                log.debug("claimed channels %s (%d running)", new[:room], len(running))
+            if not running:
+                break
+            progress.clear()
+            waiter = asyncio.create_task(progress.wait())
+            done, _ = await asyncio.wait({*running, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            waiter.cancel()
+            for task in done - {waiter}:
+                running.pop(task)  # type: ignore[arg-type]
+                more = True  # a channel is done: room for another, perhaps one a dead worker left
+                if failure is None and task.exception() is not None:
+                    # Every channel's task ends before the round does (a failure in one, e.g. the database
+                    # going away, must not leave the others posting into the next round); then it is raised.
+                    failure = task.exception()
+        if failure is not None:
+            raise failure
         return report
 
     async def _deliver_channel(self, channel_id: int, report: DeliveryReport) -> None:
@@ -366,6 +396,8 @@ class DeliveryWorker:
             log.warning("channel %d: this worker's lease on it ran out; another worker has it", channel_id)
             return Outcome.WAIT
         await self.store.deliveries.mark_sending(ids)
+        if self._progress is not None:
+            self._progress.set()  # posting (perhaps about to wait on a rate limit): room to claim a few more
         now = self.clock.now()
         try:
             message_id = await post()

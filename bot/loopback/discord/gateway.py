@@ -23,36 +23,51 @@ from bot.loopback.discord.records import (
     Interaction,
     Member,
 )
+from bot.loopback.discord.world import GatewaySession
 
 
 class Gateway(Payloads):
     # ---- gateway -----------------------------------------------------------------------------------------
 
-    def _emit(self, event: str, data: dict[str, Any], intent: int | None = None) -> None:
-        """Queue a dispatch; the sender delivers it now if a session is live, else a RESUME replays it.
+    def _emit(
+        self, event: str, data: dict[str, Any], intent: int | None = None, guild_id: int | None = None
+    ) -> None:
+        """Queue a dispatch for every session holding its guild (`guild_id`, else the payload's); the sender
+        delivers it now to a live session, else a RESUME replays it.
 
-        Events gated by an intent bit are only sent when the client identified with that intent.
+        Events gated by an intent bit are only sent to sessions identified with that intent.
         """
-        if intent is not None and not self._intents & intent:
-            return
-        self._events.append({"op": 0, "t": event, "s": len(self._events) + 1, "d": data})
+        if guild_id is None and data.get("guild_id") is not None:
+            guild_id = int(data["guild_id"])
+        for session in self.sessions.values():
+            if guild_id is not None and not session.holds(guild_id):
+                continue
+            if intent is not None and not session.intents & intent:
+                continue
+            session.queue(event, data)
         self._wake_sender.set()
 
     async def _send_loop(self) -> None:
         while True:
             await self._wake_sender.wait()
             self._wake_sender.clear()
-            await self._flush()
+            for session in list(self.sessions.values()):
+                await self._flush(session)
 
-    async def _flush(self) -> None:
-        ws = self._live_ws
-        while ws is not None and ws is self._live_ws and not ws.closed and self._sent_seq < len(self._events):
-            event = self._events[self._sent_seq]
+    async def _flush(self, session: GatewaySession) -> None:
+        ws = session.live_ws
+        while (
+            ws is not None
+            and ws is session.live_ws
+            and not ws.closed
+            and session.sent_seq < len(session.events)
+        ):
+            event = session.events[session.sent_seq]
             try:
                 await ws.send_str(json.dumps(event))
             except ConnectionError:
                 return  # the client will RESUME from its last sequence
-            self._sent_seq += 1
+            session.sent_seq += 1
             self._notify()
 
     async def _handle_gateway(self, request: web.Request) -> web.WebSocketResponse:
@@ -70,8 +85,9 @@ class Gateway(Payloads):
                     self.violations.append("gateway: binary frame from the client (expected JSON text)")
         finally:
             self._sockets.discard(ws)
-            if self._live_ws is ws:
-                self._live_ws = None
+            for session in self.sessions.values():
+                if session.live_ws is ws:
+                    session.live_ws = None
             self._notify()
         return ws
 
@@ -92,51 +108,45 @@ class Gateway(Payloads):
             return
         shard = data.get("shard")  # [id, count]: Discord sends a shard the guilds (id >> 22) % count == id
         self.gateway_log.append(("IDENTIFY", data.get("intents"), shard))
-        self._intents = int(data.get("intents") or 0)
-        self.session_id = uuid.uuid4().hex
-        self._events, self._sent_seq, self._live_ws = [], 0, ws
+        key = (int(shard[0]), int(shard[1])) if shard else None
+        session = GatewaySession(uuid.uuid4().hex, key, int(data.get("intents") or 0), live_ws=ws)
+        self.sessions.pop(key, None)  # a shard identifying again starts over; the other shards carry on
+        self.sessions[key] = session
+        guilds = [g for g in self.guilds if session.holds(g.id)]
         ready: dict[str, Any] = {
             "v": 10,
             "user": self._bot_user(),
-            "session_id": self.session_id,
+            "session_id": session.id,
             "resume_gateway_url": self.resume_gateway_url,
             "session_type": "normal",
-            "guilds": [{"id": str(g.id), "unavailable": True} for g in self._shard_guilds(shard)],
+            "guilds": [{"id": str(g.id), "unavailable": True} for g in guilds],
             "application": {"id": str(self.application_id), "flags": 0},
             "private_channels": [],
             "relationships": [],
             "presences": [],
             "geo_ordered_rtc_regions": [],
         }
-        if data.get("shard") is not None:
-            ready["shard"] = data["shard"]
-        self._emit("READY", ready)
-        for guild in self._shard_guilds(shard):
-            self._emit("GUILD_CREATE", self._guild_payload(guild))
+        if shard is not None:
+            ready["shard"] = shard
+        session.queue("READY", ready)
+        for guild in guilds:
+            session.queue("GUILD_CREATE", self._guild_payload(guild))
+        self._wake_sender.set()
         self._notify()
-
-    def _shard_guilds(self, shard: list[int] | None) -> list[Guild]:
-        """The guilds a session identified with `shard` ([id, count]) holds: all of them without one."""
-        if not shard:
-            return list(self.guilds)
-        shard_id, count = shard
-        return [g for g in self.guilds if (g.id >> 22) % count == shard_id]
 
     async def _resume(self, ws: web.WebSocketResponse, path: str, data: dict[str, Any]) -> None:
         seq = data.get("seq") or 0
-        if (
-            data.get("token") != self.token
-            or data.get("session_id") != self.session_id
-            or seq > len(self._events)
-        ):
+        session = next((s for s in self.sessions.values() if s.id == data.get("session_id")), None)
+        if data.get("token") != self.token or session is None or seq > len(session.events):
             await ws.send_str(json.dumps({"op": 9, "d": False, "s": None, "t": None}))
             return
         self.gateway_log.append(("RESUME", seq, path))
-        missed = [e["t"] for e in self._events[seq:]]
+        missed = [e["t"] for e in session.events[seq:]]
         if missed:
             self.gateway_log.append(("REPLAY", *missed))
-        self._sent_seq, self._live_ws = seq, ws
-        self._emit("RESUMED", {})
+        session.sent_seq, session.live_ws = seq, ws
+        session.queue("RESUMED", {})
+        self._wake_sender.set()
         self._notify()
 
     def _members_chunk(self, data: dict[str, Any]) -> None:
@@ -255,11 +265,20 @@ class Gateway(Payloads):
             interaction_id, token, type_, command, payload, asyncio.get_running_loop().time(), self
         )
         self.interactions.append(record)
-        self._emit("INTERACTION_CREATE", payload)
+        self._dispatch_interaction(record)
         return record
 
-    async def _await_session(self) -> None:
-        await self.wait_for(lambda: self.session_id is not None)
+    def _dispatch_interaction(self, record: Interaction) -> None:
+        """Send the interaction to the session holding its guild, as Discord does, and log which shard got it."""
+        guild_id = int(record.payload["guild_id"])
+        shards = [s.shard for s in self.sessions.values() if s.holds(guild_id)]
+        self.gateway_log.append(("INTERACTION", record.id, shards))
+        self._emit("INTERACTION_CREATE", record.payload)
+
+    async def _await_session(self, guild: Guild | int) -> None:
+        """Wait until a session holds the guild: Discord only sends it interactions once its shard is up."""
+        guild_id = guild if isinstance(guild, int) else guild.id
+        await self.wait_for(lambda: any(s.holds(guild_id) for s in self.sessions.values()))
 
     async def invoke(
         self,
@@ -274,7 +293,7 @@ class Gateway(Payloads):
         Options are `{"name", "value"}` (type taken from the synced definition); a `Channel`/`Member` value
         becomes its id plus the `resolved` entry Discord sends. Returns at once; await the record's helpers.
         """
-        await self._await_session()
+        await self._await_session(guild)
         return self._interaction(2, guild, channel, member, command, options or [])
 
     async def autocomplete(
@@ -284,7 +303,7 @@ class Gateway(Payloads):
 
         Exactly one option is focused: the one marked `focused: True`, else the last one.
         """
-        await self._await_session()
+        await self._await_session(guild)
         options = [dict(o) for o in options]
         if options and not any(o.get("focused") for o in options):
             options[-1]["focused"] = True
@@ -301,7 +320,7 @@ class Gateway(Payloads):
         select menu choosing `values`. The interaction's server is the member's (a member of another server
         clicking a card shown there, e.g. crossposted); its channel is the message's. Raises AssertionError
         when the message has no component with that custom_id. Returns at once; await the record's helpers."""
-        await self._await_session()
+        await self._await_session(member.guild_id)
         component = next(
             (
                 c
@@ -345,7 +364,7 @@ class Gateway(Payloads):
             interaction_id, token, 3, custom_id, payload, asyncio.get_running_loop().time(), self
         )
         self.interactions.append(record)
-        self._emit("INTERACTION_CREATE", payload)
+        self._dispatch_interaction(record)
         return record
 
     # ---- world model -------------------------------------------------------------------------------------
@@ -358,16 +377,14 @@ class Gateway(Payloads):
         guild.members.append(bot)
         self._members[bot.id] = bot
         self.guilds.append(guild)
-        if self.session_id is not None:
-            self._emit("GUILD_CREATE", self._guild_payload(guild))
+        self._emit("GUILD_CREATE", self._guild_payload(guild), guild_id=guild.id)
         return guild
 
     def _add_channel(self, guild: Guild, name: str, type_: int, tags: list[dict[str, Any]]) -> Channel:
         channel = Channel(self._snowflake(), guild.id, name, type_, len(guild.channels), tags)
         guild.channels.append(channel)
         self._channels[channel.id] = channel
-        if self.session_id is not None:
-            self._emit("CHANNEL_CREATE", self._channel_payload(channel))
+        self._emit("CHANNEL_CREATE", self._channel_payload(channel))
         return channel
 
     def add_text_channel(self, guild: Guild, name: str) -> Channel:
@@ -390,25 +407,22 @@ class Gateway(Payloads):
         member = Member(self._snowflake(), name, guild.id, permissions, self._snowflake())
         guild.members.append(member)
         self._members[member.id] = member
-        if self.session_id is not None:
-            self._emit("GUILD_ROLE_CREATE", {"guild_id": str(guild.id), "role": self._role_payload(member)})
-            self._emit(
-                "GUILD_MEMBER_ADD",
-                {**member.member_payload(), "guild_id": str(guild.id)},
-                INTENT_GUILD_MEMBERS,
-            )
+        self._emit("GUILD_ROLE_CREATE", {"guild_id": str(guild.id), "role": self._role_payload(member)})
+        self._emit(
+            "GUILD_MEMBER_ADD",
+            {**member.member_payload(), "guild_id": str(guild.id)},
+            INTENT_GUILD_MEMBERS,
+        )
         return member
 
     def set_bot_permissions(self, channel: Channel, permissions: int) -> None:
         """The bot's effective permissions in `channel` (as `app_permissions` and in its overwrites)."""
         channel.bot_permissions = permissions
-        if self.session_id is not None:
-            self._emit("CHANNEL_UPDATE", self._channel_payload(channel))
+        self._emit("CHANNEL_UPDATE", self._channel_payload(channel))
 
     def delete_channel(self, channel: Channel) -> None:
         channel.deleted = True
-        if self.session_id is not None:
-            self._emit("CHANNEL_DELETE", self._channel_payload(channel))
+        self._emit("CHANNEL_DELETE", self._channel_payload(channel))
 
     def tag_id(self, forum: Channel, name: str) -> int:
         return next(int(t["id"]) for t in forum.tags if t["name"] == name)

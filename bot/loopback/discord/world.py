@@ -8,6 +8,7 @@ import json
 import secrets
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
@@ -27,6 +28,25 @@ from bot.loopback.discord.records import (
     _pattern_regex,
     _Route,
 )
+
+
+@dataclass
+class GatewaySession:
+    """One IDENTIFY's session. Every dispatch is kept so a RESUME can replay what the client missed; a session
+    identified with a shard `(id, count)` holds only the guilds Discord sends that shard."""
+
+    id: str
+    shard: tuple[int, int] | None
+    intents: int
+    events: list[dict[str, Any]] = field(default_factory=list)
+    sent_seq: int = 0
+    live_ws: web.WebSocketResponse | None = None
+
+    def holds(self, guild_id: int) -> bool:
+        return self.shard is None or (guild_id >> 22) % self.shard[1] == self.shard[0]
+
+    def queue(self, event: str, data: dict[str, Any]) -> None:
+        self.events.append({"op": 0, "t": event, "s": len(self.events) + 1, "d": data})
 
 
 class World:
@@ -66,12 +86,8 @@ class World:
         self._global_window = _Bucket(0, 0.0)
         self._waiters: set[asyncio.Future[None]] = set()
         self._routes: list[_Route] = []  # the server's own table, set by LoopbackDiscord
-        # Gateway session: every dispatch is kept so a RESUME can replay what the client missed.
-        self.session_id: str | None = None
-        self._intents = 0
-        self._events: list[dict[str, Any]] = []
-        self._sent_seq = 0
-        self._live_ws: web.WebSocketResponse | None = None
+        # Gateway sessions, one per shard (None: unsharded), each resumable on its own.
+        self.sessions: dict[tuple[int, int] | None, GatewaySession] = {}
         self._sockets: set[web.WebSocketResponse] = set()
         self._wake_sender = asyncio.Event()
         self._gate_open = asyncio.Event()
@@ -79,6 +95,11 @@ class World:
         self._runner: web.AppRunner | None = None
         self._sender: asyncio.Task[None] | None = None
         self.port = 0
+
+    @property
+    def session_id(self) -> str | None:
+        """The newest session's id (None before the first IDENTIFY)."""
+        return next(reversed(self.sessions.values())).id if self.sessions else None
 
     @property
     def base_url(self) -> str:
@@ -185,13 +206,15 @@ class World:
         self._gate_open.set()
 
     async def close_gateway(self, code: int = 4000) -> None:
-        """Close the live gateway connection; for resumable codes the client must RESUME."""
-        ws, self._live_ws = self._live_ws, None
-        if ws is not None:
-            self.gateway_log.append(("CLOSE", code))
-            await ws.close(code=code, message=b"closed by the fake")
+        """Close every live gateway connection; for resumable codes the client must RESUME."""
+        for session in list(self.sessions.values()):
+            ws, session.live_ws = session.live_ws, None
+            if ws is not None:
+                self.gateway_log.append(("CLOSE", code))
+                await ws.close(code=code, message=b"closed by the fake")
 
     async def request_reconnect(self) -> None:
-        """Send op 7 RECONNECT: the client closes and resumes."""
-        if self._live_ws is not None:
-            await self._live_ws.send_str(json.dumps({"op": 7, "d": None, "s": None, "t": None}))
+        """Send op 7 RECONNECT on every live connection: the client closes and resumes."""
+        for session in list(self.sessions.values()):
+            if session.live_ws is not None:
+                await session.live_ws.send_str(json.dumps({"op": 7, "d": None, "s": None, "t": None}))

@@ -1,0 +1,94 @@
+"""Deliver workers sharing the outbox by channel: a round claims channels a few at a time, so two workers
+running at once share them and neither holds them all; and a channel whose worker died is taken over at the next
+claim of a running round (when one of its channels is done), not a round later."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+import pytest
+
+from bot.clock import FakeClock
+from bot.delivery import DeliveryWorker, enqueue_for_new_papers, nonce_for
+from bot.models import Paper
+from bot.store import Store
+from tests.factories import make_paper
+from tests.fakes.poster import Post, RecordingPoster
+
+pytestmark = pytest.mark.both_back_ends
+
+GUILD = 1
+
+
+async def queued(store: Store, clock: FakeClock, channels: list[int], count: int) -> list[Paper]:
+    """`count` new papers of a topic each of `channels` follows, queued as ingest queues them."""
+    rl, _ = await store.topics.save(
+        guild_id=0, slug="rl", name="RL", description="", query="ti:x", at=clock.now()
+    )
+    for channel in channels:
+        await store.follows.upsert(
+            guild_id=GUILD,
+            channel_id=channel,
+            topic_id=rl.id,
+            mode="each",
+            digest_hour=8,
+            created_by=None,
+            at=clock.now(),
+        )
+    papers = [make_paper(i, published=clock.now() - timedelta(minutes=10 - i)) for i in range(count)]
+    async with store.transaction():
+        result = await store.papers.upsert(papers, seen_at=clock.now())
+        await enqueue_for_new_papers(store, clock, result, {p.arxiv_id: {rl.id} for p in papers})
+    return papers
+
+
+class YieldingPoster(RecordingPoster):
+    """Posts take a turn of the event loop, as a request to Discord does, so workers run side by side."""
+
+    async def post_card(self, channel_id: int, paper: Paper, topics: object, nonce: str) -> int | None:
+        await asyncio.sleep(0)
+        return await super().post_card(channel_id, paper, topics, nonce)  # type: ignore[arg-type]
+
+
+async def test_two_workers_in_one_round_share_the_channels(store: Store, clock: FakeClock) -> None:
+    channels = list(range(100, 120))
+    papers = await queued(store, clock, channels, 3)
+    posters = [YieldingPoster(), YieldingPoster()]
+    workers = [DeliveryWorker(store, p, clock, worker_id=f"w{i}") for i, p in enumerate(posters)]
+    reports = await asyncio.gather(*(w.deliver_once() for w in workers))
+    assert sum(r.sent for r in reports) == len(channels) * len(papers)
+    held = [{p.channel_id for p in poster.posts} for poster in posters]
+    assert held[0].isdisjoint(held[1]) and held[0] | held[1] == set(channels)  # a channel stays in one worker
+    assert all(len(h) >= 2 for h in held), held  # neither took every channel at its first claim
+    for channel in channels:
+        assert sorted(a for poster in posters for a in poster.cards(channel)) == sorted(
+            p.arxiv_id for p in papers
+        )
+
+
+async def test_a_dead_workers_channel_is_taken_over_within_the_round_once_its_lease_runs_out(
+    store: Store, clock: FakeClock
+) -> None:
+    dead_channel, live_channel = 100, 200
+    papers = await queued(store, clock, [dead_channel, live_channel], 3)
+    # What a worker killed with SIGKILL leaves: its lease on a channel (60 s), its first post made by Discord
+    # but still 'sending' in the outbox.
+    poster = RecordingPoster()
+    await poster.post_card(dead_channel, papers[0], ["RL"], nonce_for(dead_channel, papers[0].arxiv_id))
+    assert await store.deliveries.hold(
+        "killed", dead_channel, clock.now(), clock.now() + timedelta(seconds=60)
+    )
+    [first, *_] = await store.deliveries.for_channel(dead_channel, mode="each", now=clock.now())
+    await store.deliveries.mark_sending([first.id])
+
+    def slow(post: Post) -> None:
+        clock.advance(25)  # each post of the live channel takes a while: the dead lease runs out meanwhile
+
+    poster.before = slow
+    worker = DeliveryWorker(store, poster, clock, lease_seconds=60, worker_id="live")
+    report = await worker.deliver_once()  # one round: the live channel, then the dead worker's
+    assert report.sent == 3 + 2
+    assert poster.cards(dead_channel) == [p.arxiv_id for p in papers]  # its post found, not redone, in order
+    assert poster.cards(live_channel) == [p.arxiv_id for p in papers]
+    assert await store.deliveries.counts(GUILD) == {"sent": 6}
