@@ -42,6 +42,7 @@ import scipy.sparse as sp
 from bot.topics.text_weights import hashed_counts
 
 N_FEATURES = 2**18
+HELD = np.float16  # how a topic's weights are held (see LinearWeights); scores are float32
 TOP_TERMS = 96  # features kept per paper
 TARGET_PRECISION = 0.90
 MIN_POSITIVES = 50  # fewer positives than this: the topic stays query-only (Platt scaling needs them)
@@ -152,12 +153,15 @@ class TopicInput:
 @dataclass(frozen=True)
 class LinearWeights:
     """A topic's linear weights over the hashed columns, held in whichever form is smaller: its non-zero
-    columns (ascending, int32) with their values, or one float32 per column (`columns` None). A narrow model
-    (few papers, few words) touches a fraction of the 2**18 columns: 8 bytes a weight beats 1 MiB. A model
+    columns (ascending, int32) with their values, or one value per column (`columns` None). A narrow model
+    (few papers, few words) touches a fraction of the 2**18 columns: 6 bytes a weight beats 512 KiB. A model
     trained on thousands of papers touches nearly all of them (SGD with an L2 penalty leaves every column a
-    training row holds non-zero: 93% of them on bench_scorer's 100,000 papers), and 4 bytes a column is less."""
+    training row holds non-zero: 93% of them on bench_scorer's 100,000 papers), and 2 bytes a column is less.
+    Values are held as float16 (half a float32's memory, in the bot and in the stored model) and widened to
+    float32 for the product: a weight keeps 11 significant bits, and a row's score moves by far less than the
+    gap between the threshold and the nearest labelled paper (tests/topics/test_compact_weights.py)."""
 
-    values: np.ndarray  # float32: per column in `columns`, or per hashed column when `columns` is None
+    values: np.ndarray  # float16: per column in `columns`, or per hashed column when `columns` is None
     columns: np.ndarray | None = None
 
     @classmethod
@@ -168,17 +172,18 @@ class LinearWeights:
     @classmethod
     def sparse(cls, columns: np.ndarray, values: np.ndarray) -> LinearWeights:
         """From non-zero columns (ascending) and their values; held densely when that is smaller."""
-        if 2 * len(columns) >= N_FEATURES:
-            dense = np.zeros(N_FEATURES, dtype=np.float32)
+        if 3 * len(columns) >= N_FEATURES:  # 6 bytes a non-zero weight against 2 bytes a column
+            dense = np.zeros(N_FEATURES, dtype=HELD)
             dense[columns] = values
             return cls(dense)
-        return cls(values.astype(np.float32), columns.astype(np.int32))
+        return cls(np.asarray(values, dtype=HELD), np.asarray(columns, dtype=np.int32))
 
     def dot(self, features: sp.csr_matrix) -> np.ndarray:
-        """features @ weights, one value per row (float32). Sparse weights are spread into a dense column for
-        the product (1 MiB, freed after): SciPy's product with a dense vector is the fast one."""
-        dense = self.values
-        if self.columns is not None:
+        """features @ weights, one value per row (float32). The weights are widened into a dense float32 column
+        for the product (1 MiB, freed after): SciPy's product with a dense vector is the fast one."""
+        if self.columns is None:
+            dense = self.values.astype(np.float32)
+        else:
             dense = np.zeros(N_FEATURES, dtype=np.float32)
             dense[self.columns] = self.values
         return np.asarray(features @ dense, dtype=np.float32).ravel()

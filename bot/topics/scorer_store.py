@@ -2,7 +2,8 @@
 a deployment) and, as its local copy, in a file beside it that the scorer's child process reads.
 
 A NumPy `.npz` archive without pickles (loading it runs no code, whoever wrote the file): a JSON header with
-the format version and each topic's status, the featurizer's IDF, and each scored topic's non-zero weights.
+the format version and each topic's status, the featurizer's IDF, and each scored topic's weights (float16:
+its non-zero ones, or one per column when that is smaller).
 It is written to a temporary file and renamed over the old one, so a crash leaves the old model. A missing,
 damaged or older-format file reads as None, and the caller trains again: never fatal.
 """
@@ -17,12 +18,17 @@ from pathlib import Path
 
 import numpy as np
 
-from bot.topics.scorer import N_FEATURES, Featurizer, LinearWeights, ScorerSet, TopicScorer
+from bot.topics.scorer import HELD, N_FEATURES, Featurizer, LinearWeights, ScorerSet, TopicScorer
 
 log = logging.getLogger(__name__)
 
-FORMAT = 2  # 2: a topic's weights may be kept dense (one float32 per column), when that is smaller
-READABLE = (1, FORMAT)  # format 1 (non-zero weights only) reads as before
+# 2: a topic's weights may be kept dense (one float32 per column), when that is smaller; 3: float16 weights.
+FORMAT = 3
+READABLE = (
+    1,
+    2,
+    FORMAT,
+)  # formats 1 (non-zero float32 weights only) and 2 read as before, narrowed to float16
 MODEL_FILE = "scorer-model.npz"
 
 
@@ -49,11 +55,11 @@ def save(scorers: ScorerSet, path: Path) -> None:
         }
         weights = scorer.coef
         if weights is not None and weights.columns is None:
-            arrays[f"w{number}_dense"] = weights.values.astype(np.float32)
+            arrays[f"w{number}_dense"] = weights.values.astype(HELD)
             entry["weights"], entry["dense"] = f"w{number}", True
         elif weights is not None and weights.columns is not None:
             arrays[f"w{number}_columns"] = weights.columns.astype(np.int32)
-            arrays[f"w{number}_values"] = weights.values.astype(np.float32)
+            arrays[f"w{number}_values"] = weights.values.astype(HELD)
             entry["weights"] = f"w{number}"
         topics[str(number)] = entry
     header = {
@@ -105,13 +111,13 @@ def _load(path: Path) -> ScorerSet:
         for entry in header["topics"].values():
             coef = None
             if entry["weights"] is not None and entry.get("dense"):
-                dense = arrays[entry["weights"] + "_dense"].astype(np.float32)
-                if dense.shape != (N_FEATURES,):
+                dense = arrays[entry["weights"] + "_dense"]
+                if dense.shape != (N_FEATURES,) or not np.all(np.isfinite(dense)):
                     raise ValueError("a topic's weights are damaged")
-                coef = LinearWeights(dense)
+                coef = LinearWeights(dense.astype(HELD))
             elif entry["weights"] is not None:
                 columns = arrays[entry["weights"] + "_columns"].astype(np.int32)
-                values = arrays[entry["weights"] + "_values"].astype(np.float32)
+                values = arrays[entry["weights"] + "_values"]
                 if columns.shape != values.shape or (
                     len(columns) and not 0 <= columns.min() <= columns.max() < N_FEATURES
                 ):

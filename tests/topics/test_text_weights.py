@@ -3,6 +3,7 @@ column, TF-IDF weights value for value; and a scorer's sparse weights score as t
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -97,9 +98,12 @@ def test_weights_are_held_in_the_smaller_form_and_score_rows_as_dense_ones(
     dense[rows[0].indices[:3]] = 1.5  # some columns the rows do hold
     weights = LinearWeights.of(dense)
     held = weights.values.nbytes + (0 if weights.columns is None else weights.columns.nbytes)
-    assert held <= min(8 * np.count_nonzero(dense), 4 * N_FEATURES)
+    assert held <= min(6 * np.count_nonzero(dense), 2 * N_FEATURES)  # float16 values (+ int32 columns)
     assert (weights.columns is None) == (nonzero == 200_000)
-    assert np.allclose(weights.dot(rows), np.asarray(rows @ dense).ravel(), atol=1e-5)
+    # scored in float32 over the float16-rounded weights, as a dense float32 product of those would
+    rounded = dense.astype(np.float16).astype(np.float32)
+    assert weights.dot(rows).dtype == np.float32
+    assert np.allclose(weights.dot(rows), np.asarray(rows @ rounded).ravel(), atol=1e-5)
     assert weights.dot(rows)[-1] == 0.0
 
     # the model file keeps each form, and reads back what it wrote
@@ -111,17 +115,35 @@ def test_weights_are_held_in_the_smaller_form_and_score_rows_as_dense_ones(
     assert (again.topics["t"].coef.columns is None) == (weights.columns is None)
 
 
-def test_a_model_file_of_format_1_still_reads(tmp_path: Path) -> None:
-    """Format 1 kept every topic's non-zero weights only; format 2 may keep them dense. Both read."""
-    featurizer = Featurizer.fit([paper_text(p.title, p.abstract) for p in corpus()])
-    weights = LinearWeights.of(np.where(np.arange(N_FEATURES) % 1000 == 0, 0.5, 0.0).astype(np.float32))
-    assert weights.columns is not None
-    scorer_store.FORMAT = 1
-    try:
-        scorer_store.save(
-            ScorerSet(featurizer, {"t": TopicScorer("q", "scored", "", weights)}), tmp_path / "m"
-        )
-    finally:
-        scorer_store.FORMAT = 2
+@pytest.mark.parametrize("older", [1, 2])
+@pytest.mark.parametrize("columns", [2_000, 200_000])
+def test_a_float32_model_file_of_an_older_format_still_reads(
+    older: int, columns: int, tmp_path: Path
+) -> None:
+    """Format 1 kept every topic's non-zero float32 weights; format 2 might keep them dense (float32); format 3
+    keeps float16. An older file reads, narrowed to float16, and scores as its float32 weights within rounding."""
+    texts = [paper_text(p.title, p.abstract) for p in corpus()]
+    featurizer = Featurizer.fit(texts)
+    rows = featurizer.transform(texts)
+    dense = np.zeros(N_FEATURES, dtype=np.float32)
+    dense[np.random.default_rng(3).choice(N_FEATURES, columns, replace=False)] = 0.37
+    header = {"format": older, "n_features": N_FEATURES, "documents": featurizer.documents}
+    header |= {"top_terms": featurizer.top_terms}
+    entry = {"key": "t", "query": "q", "status": "scored", "why": "", "intercept": 0.0, "threshold": 1.0}
+    entry |= {"positives": 0, "negatives": 0, "estimated_precision": None, "estimated_recall": None}
+    entry |= {"held_out_suggestions": [], "weights": "w0"}
+    arrays = {"idf": featurizer.idf, "trained_on": np.array([], dtype=str)}
+    if older == 2 and columns == 200_000:
+        entry["dense"], arrays["w0_dense"] = True, dense
+    else:
+        arrays["w0_columns"] = np.flatnonzero(dense).astype(np.int32)
+        arrays["w0_values"] = dense[np.flatnonzero(dense)]
+    header["topics"] = {"0": entry}
+    arrays["header"] = np.array(json.dumps(header))
+    with (tmp_path / "m").open("wb") as out:
+        np.savez(out, **arrays)  # type: ignore[arg-type]
     again = scorer_store.load(tmp_path / "m")
     assert again is not None and again.topics["t"].scored
+    read = again.topics["t"].coef
+    assert read is not None and read.values.dtype == np.float16
+    assert np.allclose(read.dot(rows), np.asarray(rows @ dense).ravel(), rtol=1e-3, atol=1e-4)
