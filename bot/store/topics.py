@@ -28,6 +28,8 @@ def _topic(row: aiosqlite.Row) -> TopicRow:
 
 
 class TopicRepo(TopicDayCounts):
+    db: Database  # this engine's own (its dialect's statements below)
+
     def __init__(self, db: Database) -> None:
         self.db = db
 

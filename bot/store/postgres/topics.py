@@ -14,8 +14,8 @@ from bot.store.papers import to_ts
 from bot.store.postgres.database import Database, Row
 from bot.store.postgres.fts_query import to_tsquery
 from bot.store.postgres.papers import PAPER, paper, paper_filter
-from bot.store.postgres.topic_days import TopicDayCounts
 from bot.store.protocol import TopicNameTaken
+from bot.store.topic_days import TopicDayCounts  # written in SQL both engines run
 from bot.topic_tree import Hierarchy
 
 
@@ -30,6 +30,8 @@ def _pairs(pairs: Sequence[tuple[int, str]]) -> tuple[list[int], list[str]]:
 
 
 class TopicRepo(TopicDayCounts):
+    db: Database  # this engine's own (its dialect's statements below)
+
     def __init__(self, db: Database) -> None:
         self.db = db
 
