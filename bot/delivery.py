@@ -37,6 +37,7 @@ from bot.render.text import SUGGESTED, clip, inert_markdown
 from bot.store import Store
 
 log = logging.getLogger(__name__)
+RECLAIM_SECONDS = 1.0  # a running round claims again at least this often (after a post), see deliver_once
 
 
 class RetryLater(Exception):
@@ -249,6 +250,9 @@ class DeliveryWorker:
         running: dict[asyncio.Task[None], int] = {}
         progress = self._progress = asyncio.Event()
         more = True  # the last claim found channels: claim again after the next post
+        # Else claim again after a post at most every RECLAIM_SECONDS: a worker killed meanwhile (on PostgreSQL,
+        # free at once) has its channels taken over then, not when this worker's own channels are all done.
+        last_claim = self.clock.now()
 
         async def one_channel(channel_id: int) -> None:
             try:
@@ -262,8 +266,11 @@ class DeliveryWorker:
         failure: BaseException | None = None
         while True:
             room = self.channel_concurrency - len(running)
-            if more and room > 0 and failure is None and not self.stopping:
-                want, now = min(room, self.claim_batch), self.clock.now()
+            progress.clear()  # before the claim: a post made while it runs wakes the next turn
+            now = self.clock.now()
+            due = more or now >= last_claim + timedelta(seconds=RECLAIM_SECONDS)
+            if due and room > 0 and failure is None and not self.stopping:
+                want, last_claim = min(room, self.claim_batch), now
                 claimed = await self.store.deliveries.claim_channels(
                     self.worker_id,
                     "each",
@@ -280,7 +287,6 @@ class DeliveryWorker:
                 log.debug("claimed channels %s (%d running)", new[:room], len(running))
             if not running:
                 break
-            progress.clear()
             waiter = asyncio.create_task(progress.wait())
             done, _ = await asyncio.wait({*running, waiter}, return_when=asyncio.FIRST_COMPLETED)
             waiter.cancel()

@@ -140,3 +140,21 @@ async def test_on_postgres_a_killed_workers_channel_is_taken_over_at_once_not_wh
         await store.deliveries.retire("live")
         await other_process.close()
         await store.close()
+
+
+async def test_a_round_claims_again_while_its_own_channels_post_so_a_freed_channel_does_not_wait_for_them(
+    store: Store, clock: FakeClock
+) -> None:
+    dead_channel, live_channel = 100, 200
+    papers = await queued(store, clock, [dead_channel, live_channel], 12)
+    await store.deliveries.keep_alive("stuck")  # shown running: only its lease's expiry frees the channel
+    assert await store.deliveries.hold(
+        "stuck", dead_channel, clock.now(), clock.now() + timedelta(seconds=60)
+    )
+    poster = RecordingPoster(before=lambda post: clock.advance(25))  # the lease runs out at the 3rd post
+    worker = DeliveryWorker(store, poster, clock, per_channel=12, lease_seconds=600, worker_id="live")
+    report = await worker.deliver_once()  # its last claim found nothing: it claims again a second later
+    assert report.sent == 24
+    order = [p.channel_id for p in poster.posts]
+    assert order.index(dead_channel) < len(order) - 1 - order[::-1].index(live_channel), order  # interleaved
+    assert poster.cards(dead_channel) == poster.cards(live_channel) == [p.arxiv_id for p in papers]
