@@ -8,7 +8,7 @@ sent again.
 Any number of workers, in any number of processes, share the outbox by channel: a worker claims a channel's lease
 (the store's `claim_channels`), renews it before each post and frees it when the channel is done, so a channel's
 order and its rate limit stay in one worker. A worker killed while holding channels frees them when their lease
-expires; the worker that claims one next first checks its rows left 'sending', as after a crash. Rate limits and server errors are retried later with backoff; a channel Discord refuses (deleted,
+expires, or on PostgreSQL at once, its session gone (each round first shows the worker running: `keep_alive`); the worker that claims one next first checks its rows left 'sending', as after a crash. Rate limits and server errors are retried later with backoff; a channel Discord refuses (deleted,
 access removed) marks its follows broken instead of being retried forever. A post Discord rejects (400) is
 tried again at once in a smaller form: a digest split in halves, a single paper as one line of text; only a
 paper whose line is rejected too is marked failed, so no paper is dropped for being too big.
@@ -37,6 +37,7 @@ from bot.render.text import SUGGESTED, clip, inert_markdown
 from bot.store import Store
 
 log = logging.getLogger(__name__)
+RECLAIM_SECONDS = 1.0  # a running round claims again at least this often (after a post), see deliver_once
 
 
 class RetryLater(Exception):
@@ -206,6 +207,7 @@ class DeliveryWorker:
     async def recover_in_flight(self) -> int:
         """After a crash: rows left 'sending' in channels no live worker holds are checked (see
         _recover_channel). Returns how many rows were checked."""
+        await self.store.deliveries.keep_alive(self.worker_id)
         stuck = await self.store.deliveries.in_flight(console=self.console)
         recovered = 0
         for channel_id in sorted({d.channel_id for d in stuck}):
@@ -244,9 +246,13 @@ class DeliveryWorker:
         they post and a killed worker strands only its share; and a channel whose lease expired (its worker
         died) is taken over at this worker's next claim, within the round, not a round later."""
         report = DeliveryReport()
+        await self.store.deliveries.keep_alive(self.worker_id)  # before claiming: others see it running
         running: dict[asyncio.Task[None], int] = {}
         progress = self._progress = asyncio.Event()
         more = True  # the last claim found channels: claim again after the next post
+        # Else claim again after a post at most every RECLAIM_SECONDS: a worker killed meanwhile (on PostgreSQL,
+        # free at once) has its channels taken over then, not when this worker's own channels are all done.
+        last_claim = self.clock.now()
 
         async def one_channel(channel_id: int) -> None:
             try:
@@ -260,8 +266,11 @@ class DeliveryWorker:
         failure: BaseException | None = None
         while True:
             room = self.channel_concurrency - len(running)
-            if more and room > 0 and failure is None and not self.stopping:
-                want, now = min(room, self.claim_batch), self.clock.now()
+            progress.clear()  # before the claim: a post made while it runs wakes the next turn
+            now = self.clock.now()
+            due = more or now >= last_claim + timedelta(seconds=RECLAIM_SECONDS)
+            if due and room > 0 and failure is None and not self.stopping:
+                want, last_claim = min(room, self.claim_batch), now
                 claimed = await self.store.deliveries.claim_channels(
                     self.worker_id,
                     "each",
@@ -278,7 +287,6 @@ class DeliveryWorker:
                 log.debug("claimed channels %s (%d running)", new[:room], len(running))
             if not running:
                 break
-            progress.clear()
             waiter = asyncio.create_task(progress.wait())
             done, _ = await asyncio.wait({*running, waiter}, return_when=asyncio.FIRST_COMPLETED)
             waiter.cancel()
@@ -314,6 +322,7 @@ class DeliveryWorker:
     async def deliver_digests(self, hour: int) -> DeliveryReport:
         """Post the collected papers of digest follows whose hour (UTC) it is, up to `digest_cards` a message."""
         report = DeliveryReport()
+        await self.store.deliveries.keep_alive(self.worker_id)
         for channel_id in await self.store.follows.digest_channels_due(hour):
             if self.stopping:
                 break

@@ -381,9 +381,12 @@ async def test_a_killed_workers_channel_waits_for_its_lease_then_another_worker_
     papers = [make_paper(i, published=clock.now() - timedelta(minutes=10 - i)) for i in range(3)]
     await arrive(store, clock, papers, {p.arxiv_id: {rl} for p in papers})
     # What a worker killed with SIGKILL leaves: its lease on the channel, and its first post made by Discord
-    # but still 'sending' in the outbox.
+    # but still 'sending' in the outbox. Its session is still shown running (on PostgreSQL, say a stuck
+    # process; SQLite cannot tell): only the lease's expiry frees the channel (a session that ended frees it at
+    # once: tests/test_delivery_sharing.py).
     killed = RecordingPoster()
     await killed.post_card(CHANNEL, papers[0], ["RL"], nonce_for(CHANNEL, papers[0].arxiv_id))
+    await store.deliveries.keep_alive("killed")
     assert await store.deliveries.hold("killed", CHANNEL, clock.now(), clock.now() + timedelta(seconds=60))
     [first, *_] = await store.deliveries.for_channel(CHANNEL, mode="each", now=clock.now())
     await store.deliveries.mark_sending([first.id])

@@ -13,6 +13,7 @@ from bot.clock import FakeClock
 from bot.delivery import DeliveryWorker, enqueue_for_new_papers, nonce_for
 from bot.models import Paper
 from bot.store import Store
+from bot.store.postgres.store import PostgresStore
 from tests.factories import make_paper
 from tests.fakes.poster import Post, RecordingPoster
 
@@ -73,7 +74,9 @@ async def test_a_dead_workers_channel_is_taken_over_within_the_round_once_its_le
     dead_channel, live_channel = 100, 200
     papers = await queued(store, clock, [dead_channel, live_channel], 3)
     # What a worker killed with SIGKILL leaves: its lease on a channel (60 s), its first post made by Discord
-    # but still 'sending' in the outbox.
+    # but still 'sending' in the outbox. Its session still shown running (SQLite cannot tell; on PostgreSQL a
+    # stuck process): the lease's expiry frees the channel.
+    await store.deliveries.keep_alive("killed")
     poster = RecordingPoster()
     await poster.post_card(dead_channel, papers[0], ["RL"], nonce_for(dead_channel, papers[0].arxiv_id))
     assert await store.deliveries.hold(
@@ -92,3 +95,66 @@ async def test_a_dead_workers_channel_is_taken_over_within_the_round_once_its_le
     assert poster.cards(dead_channel) == [p.arxiv_id for p in papers]  # its post found, not redone, in order
     assert poster.cards(live_channel) == [p.arxiv_id for p in papers]
     assert await store.deliveries.counts(GUILD) == {"sent": 6}
+
+
+async def test_on_postgres_a_killed_workers_channel_is_taken_over_at_once_not_when_its_lease_runs_out(
+    postgres_url: str, clock: FakeClock
+) -> None:
+    dead_channel, live_channel = 100, 200
+    store, other_process = (
+        await PostgresStore.open(postgres_url, clock),
+        await PostgresStore.open(postgres_url, clock),
+    )
+    try:
+        papers = await queued(store, clock, [dead_channel, live_channel], 3)
+        # Another process's worker, running: its lease on a channel (60 s), its first post made by Discord but
+        # still 'sending' in the outbox.
+        await other_process.deliveries.keep_alive("killed")
+        poster = RecordingPoster()
+        await poster.post_card(dead_channel, papers[0], ["RL"], nonce_for(dead_channel, papers[0].arxiv_id))
+        assert await other_process.deliveries.hold(
+            "killed", dead_channel, clock.now(), clock.now() + timedelta(seconds=60)
+        )
+        [first, *_] = await store.deliveries.for_channel(dead_channel, mode="each", now=clock.now())
+        await store.deliveries.mark_sending([first.id])
+        worker = DeliveryWorker(store, poster, clock, lease_seconds=60, worker_id="live")
+
+        report = await worker.deliver_once()  # its holder runs: the channel stays its own
+        assert report.sent == 3 and poster.cards(dead_channel) == [papers[0].arxiv_id]
+
+        # SIGKILL, as PostgreSQL sees it: the holder's session ends (waited for, up to 60 s), no release, the
+        # lease still 60 s from expiry.
+        ended = await store.db.fetchall(
+            "SELECT pg_terminate_backend(pid, 60000) FROM pg_locks WHERE locktype = 'advisory'"
+            " AND (classid::bigint << 32 | objid::bigint) = hashtextextended('paperwatch:deliver:killed', 0)"
+        )
+        assert [r[0] for r in ended] == [True]
+        report = await worker.deliver_once()  # the clock has not moved: the lease has not run out
+        assert report.sent == 2
+        assert poster.cards(dead_channel) == [
+            p.arxiv_id for p in papers
+        ]  # its post found, not redone, in order
+        assert poster.cards(live_channel) == [p.arxiv_id for p in papers]
+        assert await store.deliveries.counts(GUILD) == {"sent": 6}
+    finally:
+        await store.deliveries.retire("live")
+        await other_process.close()
+        await store.close()
+
+
+async def test_a_round_claims_again_while_its_own_channels_post_so_a_freed_channel_does_not_wait_for_them(
+    store: Store, clock: FakeClock
+) -> None:
+    dead_channel, live_channel = 100, 200
+    papers = await queued(store, clock, [dead_channel, live_channel], 12)
+    await store.deliveries.keep_alive("stuck")  # shown running: only its lease's expiry frees the channel
+    assert await store.deliveries.hold(
+        "stuck", dead_channel, clock.now(), clock.now() + timedelta(seconds=60)
+    )
+    poster = RecordingPoster(before=lambda post: clock.advance(25))  # the lease runs out at the 3rd post
+    worker = DeliveryWorker(store, poster, clock, per_channel=12, lease_seconds=600, worker_id="live")
+    report = await worker.deliver_once()  # its last claim found nothing: it claims again a second later
+    assert report.sent == 24
+    order = [p.channel_id for p in poster.posts]
+    assert order.index(dead_channel) < len(order) - 1 - order[::-1].index(live_channel), order  # interleaved
+    assert poster.cards(dead_channel) == poster.cards(live_channel) == [p.arxiv_id for p in papers]

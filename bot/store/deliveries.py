@@ -5,7 +5,8 @@ string aggregate, maximum and headline, and locks the lease rows it claims (`FOR
 
 Deliver workers share the outbox by channel: a worker claims a channel's lease (delivery_leases), so a channel's
 order and its rate limit stay in one worker, renews it while posting and frees it when done. A lease that expired
-(its worker was killed) is claimed by another worker, which checks the rows left 'sending' first.
+(its worker was killed) is claimed by another worker, which checks the rows left 'sending' first. On PostgreSQL
+a lease is free as soon as its worker's session is gone (`keep_alive`), without waiting for it to expire.
 """
 
 from __future__ import annotations
@@ -50,6 +51,9 @@ class DeliveryRepo:
     )
     GREATEST: ClassVar[str] = "MAX"  # SQLite's scalar max()
     LOCK: ClassVar[str] = ""  # SQLite serialises writers: the claim's UPDATE alone is enough
+    # SQL true when the worker named by the column `{holder}` has stopped; SQLite (one machine) has no way to
+    # tell, so its leases run out instead.
+    HOLDER_GONE: ClassVar[str] = ""
 
     def __init__(self, db: SqlDatabase) -> None:
         self.db = db
@@ -95,6 +99,18 @@ class DeliveryRepo:
         )
         return [r[0] for r in rows]
 
+    def _free(self, table: str) -> str:
+        """The lease of this row of `table` is expired, already the worker's (the second `?`), or its holder
+        stopped."""
+        gone = self.HOLDER_GONE.format(holder=f"{table}.claimed_by")
+        return f"({table}.lease_until <= ? OR {table}.claimed_by = ?{' OR ' + gone if gone else ''})"
+
+    async def keep_alive(self, worker: str) -> None:
+        """Show `worker` as running, for as long as this process runs (PostgreSQL); nothing on SQLite."""
+
+    async def retire(self, worker: str) -> None:
+        """`worker` stopped: its leases are free to claim (PostgreSQL); nothing on SQLite."""
+
     async def claim_channels(
         self,
         worker: str,
@@ -113,11 +129,11 @@ class DeliveryRepo:
             rows = await self.db.fetchall(
                 "UPDATE delivery_leases SET claimed_by = ?, lease_until = ? WHERE channel_id IN ("
                 " SELECT l.channel_id FROM delivery_leases l"
-                f" WHERE (l.lease_until <= ? OR l.claimed_by = ?) AND {_side(console, 'l.channel_id')}"
+                f" WHERE {self._free('l')} AND {_side(console, 'l.channel_id')}"
                 " AND EXISTS (SELECT 1 FROM deliveries d WHERE d.channel_id = l.channel_id"
                 "  AND (d.status = 'sending' OR (d.status = 'pending' AND d.mode = ? AND d.next_attempt_at <= ?)))"
                 f" ORDER BY l.lease_until, l.channel_id LIMIT ?{self.LOCK})"
-                " AND (lease_until <= ? OR claimed_by = ?) RETURNING channel_id",
+                f" AND {self._free('delivery_leases')} RETURNING channel_id",
                 (worker, to_ts(until), at, worker, mode, at, limit, at, worker),
             )
         return sorted(r[0] for r in rows)
@@ -129,9 +145,8 @@ class DeliveryRepo:
                 "INSERT INTO delivery_leases (channel_id, claimed_by, lease_until) VALUES (?, ?, ?)"
                 " ON CONFLICT (channel_id) DO UPDATE SET claimed_by = excluded.claimed_by,"
                 " lease_until = excluded.lease_until"
-                " WHERE delivery_leases.lease_until <= ? OR delivery_leases.claimed_by = excluded.claimed_by"
-                " RETURNING channel_id",
-                (channel_id, worker, to_ts(until), to_ts(now)),
+                f" WHERE {self._free('delivery_leases')} RETURNING channel_id",
+                (channel_id, worker, to_ts(until), to_ts(now), worker),
             )
         return row is not None
 

@@ -265,6 +265,13 @@ class DeliveryRepository(Protocol):
     async def release(self, worker: str, channel_ids: Sequence[int]) -> None:
         """Free the leases `worker` holds on these channels."""
 
+    async def keep_alive(self, worker: str) -> None:
+        """Show `worker` as running while this process runs: once its process dies, other workers take its
+        leases at once, unexpired (PostgreSQL; SQLite waits for them to expire)."""
+
+    async def retire(self, worker: str) -> None:
+        """`worker` stopped: it is no longer shown as running."""
+
     async def in_flight(
         self, *, console: bool = False, channel_id: int | None = None
     ) -> list[PendingDelivery]:

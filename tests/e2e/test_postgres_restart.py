@@ -11,6 +11,7 @@ import asyncpg
 import pytest
 
 from bot.loopback.arxiv import LoopbackArxiv
+from bot.store.postgres.database import AdvisoryLock
 from tests.e2e.bot_processes import (
     CHANNELS,
     PAPERS,
@@ -29,13 +30,18 @@ pytestmark = pytest.mark.sqlite_only
 
 
 async def advisory_locks(url: str) -> int:
+    """Holders of the poll lock (deliver workers hold liveness locks of their own: not counted)."""
     try:
         conn = await asyncpg.connect(url)
     except (OSError, asyncpg.PostgresError):
         return -1  # not back yet
     try:
         return int(
-            await conn.fetchval("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted")
+            await conn.fetchval(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
+                " AND (classid::bigint << 32 | objid::bigint) = $1",
+                AdvisoryLock(url, "poll").key,
+            )
         )
     finally:
         await conn.close()

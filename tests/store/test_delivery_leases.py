@@ -25,10 +25,18 @@ async def queue(store: Store, clock: FakeClock, channels: list[int], papers: int
     await store.deliveries.enqueue(wanted, clock.now())
 
 
+async def alive(store: Store, *workers: str) -> None:
+    """Workers running, as DeliveryWorker shows them before claiming (on PostgreSQL a claimer not shown
+    running is taken for killed, and its channels taken over at once)."""
+    for worker in workers:
+        await store.deliveries.keep_alive(worker)
+
+
 async def test_a_claimed_channel_is_nobody_elses_until_released_or_expired(
     store: Store, clock: FakeClock
 ) -> None:
     await queue(store, clock, [100, 200, 300])
+    await alive(store, "a", "b", "c", "d")
     now = clock.now()
     assert await store.deliveries.claim_channels("a", "each", now, now + LEASE, limit=2) == [100, 200]
     assert await store.deliveries.claim_channels("b", "each", now, now + LEASE) == [300]
@@ -50,6 +58,7 @@ async def test_channels_with_nothing_due_are_not_claimed_but_rows_left_sending_a
     store: Store, clock: FakeClock
 ) -> None:
     await queue(store, clock, [100, 200])
+    await alive(store, "a")
     now = clock.now()
     [first] = (await store.deliveries.for_channel(100, mode="each", now=now))[:1]
     await store.deliveries.mark_sent(
@@ -70,6 +79,8 @@ async def test_claimers_with_their_own_connections_split_the_channels(store: Sto
     await queue(store, clock, channels, papers=1)
     others = [await _reopen(store, clock) for _ in range(3)]  # separate pools, as separate processes have
     try:
+        for i, other in enumerate(others * 2):
+            await alive(other, f"w{i}")
         now = clock.now()
         claims = await asyncio.gather(
             *(

@@ -218,11 +218,16 @@ class AdvisoryLock:
     PostgreSQL frees it when that session ends (the holder died, or the server restarted), and another process
     takes it. A holder checks its session before relying on it, and takes the lock again once it is free."""
 
-    def __init__(self, url: str, name: str) -> None:
+    def __init__(self, url: str, name: str, key: int | None = None) -> None:
         self.url = url
         self.name = name
-        self.key = int.from_bytes(
-            hashlib.blake2b(f"paperwatch:{name}".encode(), digest_size=8).digest(), "big", signed=True
+        # `key` when others must find the lock from SQL (pg_locks), e.g. a deliver worker's liveness
+        self.key = (
+            key
+            if key is not None
+            else int.from_bytes(
+                hashlib.blake2b(f"paperwatch:{name}".encode(), digest_size=8).digest(), "big", signed=True
+            )
         )
         self._conn: asyncpg.Connection | None = None
 

@@ -1,15 +1,31 @@
 """The delivery outbox on PostgreSQL: the SQLite store's repository (bot/store/deliveries.py), with PostgreSQL's
-names for a string aggregate and a two-argument maximum, its headline, and lease claims that skip the lease rows
-other workers are claiming at that moment."""
+names for a string aggregate and a two-argument maximum, its headline, lease claims that skip the lease rows
+other workers are claiming at that moment, and workers' liveness.
+
+Liveness: each deliver worker holds a session-level advisory lock keyed on its id (`keep_alive`, on a connection
+of its own) while it runs. PostgreSQL frees the lock when that session ends (the process was killed, its machine
+died), so a claim finds the holder gone in pg_locks and takes its channels at once instead of waiting out the
+lease; the rows it left 'sending' are checked first, as after any crash, so nothing is posted twice."""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
+from bot.errors import Unreachable
 from bot.models import PendingDelivery
 from bot.store.deliveries import DeliveryRepo as SharedDeliveryRepo
+from bot.store.postgres.database import AdvisoryLock, Database, describe
 from bot.store.postgres.papers import HEADLINE
 from bot.store.postgres.topics import with_card_topics
+
+# The advisory lock key of a worker, computed the same way by the worker (to take it) and by a claim (to look
+# it up); pg_locks shows a bigint key as its high (classid) and low (objid) 32 bits, objsubid 1.
+_WORKER_KEY = "hashtextextended('paperwatch:deliver:' || {worker}, 0)"
+_HOLDER_GONE = (
+    "NOT EXISTS (SELECT 1 FROM pg_locks k WHERE k.locktype = 'advisory' AND k.objsubid = 1 AND k.granted"
+    " AND k.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+    " AND (k.classid::bigint << 32 | k.objid::bigint) = " + _WORKER_KEY.format(worker="{holder}") + ")"
+)
 
 
 class DeliveryRepo(SharedDeliveryRepo):
@@ -20,6 +36,35 @@ class DeliveryRepo(SharedDeliveryRepo):
     )
     GREATEST: ClassVar[str] = "GREATEST"
     LOCK: ClassVar[str] = " FOR UPDATE OF l SKIP LOCKED"
+    HOLDER_GONE: ClassVar[str] = _HOLDER_GONE
+
+    def __init__(self, db: Database) -> None:
+        super().__init__(db)
+        self.url = db.url
+        self._alive: dict[str, AdvisoryLock] = {}  # this process's workers' liveness locks
+
+    async def keep_alive(self, worker: str) -> None:
+        """Take (or check, and take again after a lost session) `worker`'s liveness lock. Raises Unreachable
+        when it cannot: a worker other claims would take for dead must not claim channels itself."""
+        lock = self._alive.get(worker)
+        if lock is None:
+            row = await self.db.fetchone("SELECT " + _WORKER_KEY.format(worker="CAST(? AS TEXT)"), (worker,))
+            lock = self._alive[worker] = AdvisoryLock(self.url, f"deliver worker {worker}", key=row[0])
+        if not await lock.try_acquire():
+            raise Unreachable(
+                f"could not show deliver worker {worker} as running in the PostgreSQL {describe(self.url)}"
+                " (a session of its own holds an advisory lock); delivery runs again once the server answers"
+            )
+
+    async def retire(self, worker: str) -> None:
+        lock = self._alive.pop(worker, None)
+        if lock is not None:
+            await lock.release()
+
+    async def close(self) -> None:
+        """Every liveness session of this process ends (the store closes)."""
+        for worker in list(self._alive):
+            await self.retire(worker)
 
     async def card_topics(self, items: list[PendingDelivery]) -> list[PendingDelivery]:
         return await with_card_topics(self.db, items)  # type: ignore[arg-type]

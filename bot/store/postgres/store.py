@@ -48,6 +48,7 @@ class PostgresStore:
         return store
 
     async def close(self) -> None:
+        await self.deliveries.close()  # its workers' liveness sessions end with the store
         await self.db.close()
 
     async def __aenter__(self) -> Self:
