@@ -336,17 +336,26 @@ class TopicRepo(TopicDayCounts):
         )
         return [paper(r) for r in rows]
 
-    async def count_candidates(
-        self, fts: str | None, *, categories: Sequence[str] = (), since: datetime | None = None, cap: int
-    ) -> int:
+    @staticmethod
+    def _prefilter(
+        fts: str | None, categories: Sequence[str], since: datetime | None
+    ) -> tuple[str, list[object]]:
+        """The candidates of a topic query as a statement giving their pks: a MATERIALIZED CTE, so that the
+        planner reads them through the GIN index (a bitmap) even under a LIMIT or an ORDER BY pk, which
+        otherwise walk the primary key checking each of a million tsvectors."""
         where, params = paper_filter(categories=categories, since=since)
         tsquery = to_tsquery(fts)
         if tsquery is not None:
             where += " AND p.words @@ ?::tsquery"
             params.append(tsquery)
+        return f"WITH hits AS MATERIALIZED (SELECT p.pk FROM papers p WHERE TRUE{where})", params
+
+    async def count_candidates(
+        self, fts: str | None, *, categories: Sequence[str] = (), since: datetime | None = None, cap: int
+    ) -> int:
+        hits, params = self._prefilter(fts, categories, since)
         row = await self.db.fetchone(
-            f"SELECT COUNT(*) FROM (SELECT 1 FROM papers p WHERE TRUE{where} LIMIT ?) AS found",
-            (*params, cap),
+            f"{hits} SELECT COUNT(*) FROM (SELECT 1 FROM hits LIMIT ?) AS found", (*params, cap)
         )
         return int(row[0]) if row else 0
 
@@ -358,22 +367,18 @@ class TopicRepo(TopicDayCounts):
         since: datetime | None = None,
         batch: int = 5000,
     ) -> AsyncIterator[list[Paper]]:
-        """Papers passing the prefilter (translated to a tsquery that never drops a match), in batches."""
-        where, params = paper_filter(categories=categories, since=since)
-        tsquery = to_tsquery(fts)
-        if tsquery is not None:
-            where += " AND p.words @@ ?::tsquery"
-            params.append(tsquery)
-        last_pk = 0
-        while True:
+        """Papers passing the prefilter (translated to a tsquery that never drops a match), in batches of
+        ascending pk. Their pks are found once through the index, then read a batch at a time (papers stored
+        meanwhile are the live matcher's: a topic is registered before its history is matched)."""
+        hits, params = self._prefilter(fts, categories, since)
+        pks = [r[0] for r in await self.db.fetchall(f"{hits} SELECT pk FROM hits ORDER BY pk", params)]
+        for start in range(0, len(pks), batch):
             rows = await self.db.fetchall(
-                f"SELECT {PAPER} FROM papers p WHERE p.pk > ?{where} ORDER BY p.pk LIMIT ?",
-                (last_pk, *params, batch),
+                f"SELECT {PAPER} FROM papers p WHERE p.pk = ANY(?::bigint[]) ORDER BY p.pk",
+                (pks[start : start + batch],),
             )
-            if not rows:
-                return
-            last_pk = rows[-1]["pk"]
-            yield [paper(r) for r in rows]
+            if rows:
+                yield [paper(r) for r in rows]
 
 
 async def with_card_topics(db: Database, items: list[PendingDelivery]) -> list[PendingDelivery]:
