@@ -362,8 +362,9 @@ class TopicRepo(TopicDayCounts):
     async def _hits(self, key: _Prefilter) -> _Hits:
         """The pks of the candidates stored up to now, read through the GIN index: the MATERIALIZED CTE keeps
         the planner from walking the primary key (an ORDER BY pk or a LIMIT invite it), which checks each of a
-        million tsvectors. Kept for the next `candidates` of the same prefilter: a history match counts its
-        candidates first, and each read of them costs a second at a million papers."""
+        million tsvectors. Kept for the next count and `candidates` of the same prefilter (a history match counts
+        its candidates, twice, before it reads them; each read costs a second at a million papers): a paper
+        stored or revised meanwhile is the live matcher's, as the topic is registered before its history."""
         where, params = self._prefilter(*key)
         row = await self.db.fetchone("SELECT COALESCE(MAX(pk), 0) FROM papers")
         top = int(row[0]) if row else 0
@@ -378,8 +379,9 @@ class TopicRepo(TopicDayCounts):
     async def count_candidates(
         self, fts: str | None, *, categories: Sequence[str] = (), since: datetime | None = None, cap: int
     ) -> int:
-        hits = await self._hits((fts, tuple(categories), since))
-        return min(len(hits.pks), cap)
+        key = (fts, tuple(categories), since)
+        hits = self._counted if self._counted is not None and self._counted.key == key else None
+        return min(len((hits or await self._hits(key)).pks), cap)
 
     async def candidates(
         self,
