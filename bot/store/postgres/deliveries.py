@@ -30,7 +30,8 @@ class DeliveryRepo(SharedDeliveryRepo):
 
     async def enqueue(self, wanted: Sequence[Wanted], at: datetime) -> None:
         """As the shared enqueue (bot/store/deliveries.py), each table written by one statement over arrays:
-        a day's fan-out is hundreds of thousands of rows, which a statement per row takes half a minute for."""
+        a day's fan-out is hundreds of thousands of rows, which a statement per row takes half a minute for.
+        The topic links take the ids the insert returns; only rows it left alone are looked up."""
         if not wanted:
             return
         now = to_ts(at)
@@ -40,31 +41,49 @@ class DeliveryRepo(SharedDeliveryRepo):
         for w in wanted:
             guild, mode = rows.get((w.channel_id, w.arxiv_id), (w.guild_id, w.mode))
             rows[(w.channel_id, w.arxiv_id)] = (guild, "each" if "each" in (mode, w.mode) else mode)
-        topics = list(dict.fromkeys((w.topic_id, w.channel_id, w.arxiv_id) for w in wanted))
         async with self.db.transaction():
-            await self.db.execute(  # each (channel, paper) once: one statement may touch a row only once
+            stored = await self.db.fetchall(
+                "SELECT arxiv_id, pk FROM papers WHERE arxiv_id = ANY(?::text[])",
+                (sorted({a for _, a in rows}),),
+            )
+            pks: dict[str, int] = {r[0]: r[1] for r in stored}  # a paper not stored is never queued
+            posts = [(c, pks[a], g, m) for (c, a), (g, m) in rows.items() if a in pks]
+            written = await self.db.fetchall(  # each (channel, paper) once: a statement may touch a row once
                 "INSERT INTO deliveries (guild_id, channel_id, paper_pk, mode, next_attempt_at, created_at)"
-                " SELECT w.guild_id, w.channel_id, p.pk, w.mode, ?, ?"
-                " FROM unnest(?::bigint[], ?::bigint[], ?::text[], ?::text[]) AS w (guild_id, channel_id, arxiv_id, mode)"
-                " JOIN papers p ON p.arxiv_id = w.arxiv_id"
+                " SELECT w.guild_id, w.channel_id, w.paper_pk, w.mode, ?, ?"
+                " FROM unnest(?::bigint[], ?::bigint[], ?::bigint[], ?::text[]) AS w (guild_id, channel_id, paper_pk, mode)"
                 " ON CONFLICT (channel_id, paper_pk) DO UPDATE SET mode = 'each'"
-                " WHERE excluded.mode = 'each' AND deliveries.status = 'pending'",
+                " WHERE excluded.mode = 'each' AND deliveries.status = 'pending' RETURNING id, channel_id, paper_pk",
                 (
                     now,
                     now,
-                    [g for g, _ in rows.values()],
-                    [c for c, _ in rows],
-                    [a for _, a in rows],
-                    [m for _, m in rows.values()],
+                    [p[2] for p in posts],
+                    [p[0] for p in posts],
+                    [p[1] for p in posts],
+                    [p[3] for p in posts],
                 ),
+            )
+            ids = {(r[1], r[2]): r[0] for r in written}
+            left = [(c, pk) for c, pk, _, _ in posts if (c, pk) not in ids]  # already queued or already sent
+            if left:
+                for r in await self.db.fetchall(
+                    "SELECT d.id, d.channel_id, d.paper_pk FROM unnest(?::bigint[], ?::bigint[]) AS w (channel_id, paper_pk)"
+                    " JOIN deliveries d ON d.channel_id = w.channel_id AND d.paper_pk = w.paper_pk"
+                    " WHERE d.status = 'pending'",
+                    ([c for c, _ in left], [pk for _, pk in left]),
+                ):
+                    ids[(r[1], r[2])] = r[0]
+            links = list(
+                dict.fromkeys(
+                    (ids[key], w.topic_id)
+                    for w in wanted
+                    if (key := (w.channel_id, pks.get(w.arxiv_id, 0))) in ids
+                )
             )
             await self.db.execute(
                 "INSERT INTO delivery_topics (delivery_id, topic_id)"
-                " SELECT d.id, w.topic_id FROM unnest(?::bigint[], ?::bigint[], ?::text[]) AS w (topic_id, channel_id, arxiv_id)"
-                " JOIN papers p ON p.arxiv_id = w.arxiv_id"
-                " JOIN deliveries d ON d.channel_id = w.channel_id AND d.paper_pk = p.pk"
-                " WHERE d.status = 'pending' ON CONFLICT DO NOTHING",
-                ([t for t, _, _ in topics], [c for _, c, _ in topics], [a for _, _, a in topics]),
+                " SELECT * FROM unnest(?::bigint[], ?::bigint[]) ON CONFLICT DO NOTHING",
+                ([d for d, _ in links], [t for _, t in links]),
             )
             await self.db.execute(
                 "INSERT INTO delivery_leases (channel_id) SELECT unnest(?::bigint[]) ORDER BY 1"
