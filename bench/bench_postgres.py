@@ -204,6 +204,9 @@ async def main() -> None:
     parser.add_argument("--papers", type=int, default=1_000_000)
     parser.add_argument("--servers", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=50, help="momentum calls to time")
+    parser.add_argument(
+        "--postgres-only", action="store_true", help="measure PostgreSQL only (SQLite's column left empty)"
+    )
     args = parser.parse_args()
     clock = FakeClock(datetime.fromtimestamp(NOW_SECONDS, UTC))
     kept = await papers_only(args.papers)  # SQLite's, built once by bench_million.py
@@ -214,21 +217,24 @@ async def main() -> None:
         sqlite = Side("SQLite")
         with tempfile.TemporaryDirectory() as tmp:
             copy = Path(tmp) / "papers.sqlite3"
-            shutil.copy(kept, copy)
-            for side, where in ((sqlite, str(copy)), (postgres, pg_url)):
+            if not args.postgres_only:
+                shutil.copy(kept, copy)
+            sides = ((postgres, pg_url),) if args.postgres_only else ((sqlite, str(copy)), (postgres, pg_url))
+            for side, where in sides:
                 store = await open_store(where if side is postgres else copy, clock)
                 try:
                     side.ingest = await ingest(store, args.papers, clock)
                     await topics_and_momentum(side, store, clock, args.runs)
                 finally:
                     await store.close()
-            await fanout(sqlite, str(Path(tmp) / "fanout.sqlite3"), args.servers, clock)
+            if not args.postgres_only:
+                await fanout(sqlite, str(Path(tmp) / "fanout.sqlite3"), args.servers, clock)
             fan_url = cluster.database(f"fanout_{time.time_ns()}")
             await fanout(postgres, fan_url, args.servers, clock)
             cluster.psql("postgres", f"DROP DATABASE {fan_url.rsplit('/', 1)[1]}")
     finally:
         cluster.halt()
-    report([sqlite, postgres], args.papers, args.servers, args.runs)
+    report([postgres] if args.postgres_only else [sqlite, postgres], args.papers, args.servers, args.runs)
 
 
 if __name__ == "__main__":

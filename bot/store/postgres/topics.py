@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from itertools import pairwise
 
@@ -29,11 +29,22 @@ def _pairs(pairs: Sequence[tuple[int, str]]) -> tuple[list[int], list[str]]:
     return [t for t, _ in unique], [a for _, a in unique]
 
 
+_Prefilter = tuple[str | None, tuple[str, ...], datetime | None]  # fts, categories, since
+
+
+@dataclass(frozen=True)
+class _Hits:
+    key: _Prefilter
+    pks: list[int]
+    top: int  # the highest pk stored when they were read
+
+
 class TopicRepo(TopicDayCounts):
     db: Database  # this engine's own (its dialect's statements below)
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        self._counted: _Hits | None = None  # the last count's candidates (see _hits)
 
     async def save(
         self, *, guild_id: int, slug: str, name: str, description: str, query: str, at: datetime
@@ -338,19 +349,41 @@ class TopicRepo(TopicDayCounts):
         )
         return [paper(r) for r in rows]
 
-    async def count_candidates(
-        self, fts: str | None, *, categories: Sequence[str] = (), since: datetime | None = None, cap: int
-    ) -> int:
+    @staticmethod
+    def _prefilter(
+        fts: str | None, categories: Sequence[str], since: datetime | None
+    ) -> tuple[str, list[object]]:
+        """SQL conditions on papers `p` that the candidates of a topic query pass."""
         where, params = paper_filter(categories=categories, since=since)
         tsquery = to_tsquery(fts)
         if tsquery is not None:
             where += " AND p.words @@ ?::tsquery"
             params.append(tsquery)
-        row = await self.db.fetchone(
-            f"SELECT COUNT(*) FROM (SELECT 1 FROM papers p WHERE TRUE{where} LIMIT ?) AS found",
-            (*params, cap),
+        return where, params
+
+    async def _hits(self, key: _Prefilter) -> _Hits:
+        """The pks of the candidates stored up to now, read through the GIN index: the MATERIALIZED CTE keeps
+        the planner from walking the primary key (an ORDER BY pk or a LIMIT invite it), which checks each of a
+        million tsvectors. Kept for the next count and `candidates` of the same prefilter (a history match counts
+        its candidates, twice, before it reads them; each read costs a second at a million papers): a paper
+        stored or revised meanwhile is the live matcher's, as the topic is registered before its history."""
+        where, params = self._prefilter(*key)
+        row = await self.db.fetchone("SELECT COALESCE(MAX(pk), 0) FROM papers")
+        top = int(row[0]) if row else 0
+        rows = await self.db.fetchall(
+            f"WITH hits AS MATERIALIZED (SELECT p.pk FROM papers p WHERE p.pk <= ?{where})"
+            " SELECT pk FROM hits ORDER BY pk",
+            (top, *params),
         )
-        return int(row[0]) if row else 0
+        self._counted = _Hits(key, [r[0] for r in rows], top)
+        return self._counted
+
+    async def count_candidates(
+        self, fts: str | None, *, categories: Sequence[str] = (), since: datetime | None = None, cap: int
+    ) -> int:
+        key = (fts, tuple(categories), since)
+        hits = self._counted if self._counted is not None and self._counted.key == key else None
+        return min(len((hits or await self._hits(key)).pks), cap)
 
     async def candidates(
         self,
@@ -360,14 +393,23 @@ class TopicRepo(TopicDayCounts):
         since: datetime | None = None,
         batch: int = 5000,
     ) -> AsyncIterator[list[Paper]]:
-        """Papers passing the prefilter (translated to a tsquery that never drops a match), in batches."""
-        where, params = paper_filter(categories=categories, since=since)
-        tsquery = to_tsquery(fts)
-        if tsquery is not None:
-            where += " AND p.words @@ ?::tsquery"
-            params.append(tsquery)
-        last_pk = 0
-        while True:
+        """Papers passing the prefilter (translated to a tsquery that never drops a match), in batches of
+        ascending pk: those the last count found (or found now), then any stored since that count."""
+        key = (fts, tuple(categories), since)
+        hits, self._counted = self._counted, None
+        if hits is None or hits.key != key:
+            hits = await self._hits(key)
+            self._counted = None
+        for start in range(0, len(hits.pks), batch):
+            rows = await self.db.fetchall(
+                f"SELECT {PAPER} FROM papers p WHERE p.pk = ANY(?::bigint[]) ORDER BY p.pk",
+                (hits.pks[start : start + batch],),
+            )
+            if rows:  # deleted meanwhile otherwise
+                yield [paper(r) for r in rows]
+        where, params = self._prefilter(*key)
+        last_pk = hits.top
+        while True:  # stored since the count: few, read along the primary key
             rows = await self.db.fetchall(
                 f"SELECT {PAPER} FROM papers p WHERE p.pk > ?{where} ORDER BY p.pk LIMIT ?",
                 (last_pk, *params, batch),
