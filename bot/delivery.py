@@ -293,10 +293,11 @@ class DeliveryWorker:
             for task in done - {waiter}:
                 running.pop(task)  # type: ignore[arg-type]
                 more = True  # a channel is done: room for another, perhaps one a dead worker left
-                if failure is None and task.exception() is not None:
+                error = None if task.cancelled() else task.exception()  # always retrieved: none logged twice
+                if failure is None and error is not None:
                     # Every channel's task ends before the round does (a failure in one, e.g. the database
                     # going away, must not leave the others posting into the next round); then it is raised.
-                    failure = task.exception()
+                    failure = error
         if failure is not None:
             raise failure
         return report
