@@ -476,6 +476,18 @@ async def with_card_topics(db: Database, items: list[PendingDelivery]) -> list[P
             f"SELECT * FROM topics WHERE guild_id IN ({','.join('?' * len(guilds))})", guilds
         )
     ]
+    return name_card_topics(items, followed, matched, suggested, rows)
+
+
+def name_card_topics(
+    items: list[PendingDelivery],
+    followed: Mapping[int, set[int]],
+    matched: Mapping[str, set[int]],
+    suggested: Mapping[str, set[int]],
+    rows: Sequence[TopicRow],
+) -> list[PendingDelivery]:
+    """`with_card_topics` once read (both engines): each delivery's followed topic ids, each paper's exact and
+    suggested topic ids, and the topics of the catalog and the deliveries' servers."""
     trees: dict[int, tuple[Hierarchy[int], dict[int, str]]] = {}
     named = []
     for item in items:

@@ -16,7 +16,7 @@ from bot.store.postgres.fts_query import to_tsquery
 from bot.store.postgres.papers import PAPER, paper, paper_filter
 from bot.store.protocol import TopicNameTaken
 from bot.store.topic_days import TopicDayCounts  # written in SQL both engines run
-from bot.topic_tree import Hierarchy
+from bot.store.topics import name_card_topics  # what the cards name, once read
 
 
 def _topic(row: Row) -> TopicRow:
@@ -443,23 +443,4 @@ async def with_card_topics(db: Database, items: list[PendingDelivery]) -> list[P
         _topic(r)
         for r in await db.fetchall("SELECT * FROM topics WHERE guild_id = ANY(?::bigint[])", (guilds,))
     ]
-    trees: dict[int, tuple[Hierarchy[int], dict[int, str]]] = {}
-    named = []
-    for item in items:
-        if item.guild_id not in trees:  # a server sees the catalog and its own topics
-            seen = [t for t in rows if t.guild_id in (CATALOG_GUILD, item.guild_id)]
-            trees[item.guild_id] = (
-                Hierarchy({t.id: t.parent_id for t in seen}),
-                {t.id: t.name for t in seen},
-            )
-        tree, names = trees[item.guild_id]
-        wanted = followed.get(item.id, set())
-        below = [
-            t
-            for t in matched.get(item.paper.arxiv_id, set())
-            if t in tree and (t in wanted or wanted.intersection(tree.ancestors(t)))
-        ]
-        shown = tree.most_specific(below) or [t for t in wanted if t in names]
-        by_scorer = not below and bool(wanted & suggested.get(item.paper.arxiv_id, set()))
-        named.append(replace(item, topics=tuple(sorted(names[t] for t in shown)), suggested=by_scorer))
-    return named
+    return name_card_topics(items, followed, matched, suggested, rows)
