@@ -13,19 +13,17 @@ import contextlib
 import contextvars
 import logging
 import os
-import re
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import aiosqlite
 
 from bot.clock import Clock
+from bot.store.sql import migrations_in
 
 log = logging.getLogger(__name__)
-_MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 _in_transaction: contextvars.ContextVar[bool] = contextvars.ContextVar("in_transaction", default=False)
 READERS = 4  # read connections: concurrent commands beyond this wait for a free one, never for the writer
 # Page cache per connection (KiB). The writer's is large so FTS and index inserts of a page of papers stay in
@@ -37,16 +35,7 @@ READER_CACHE_KIB = 8_192
 
 def bundled_migrations() -> list[tuple[int, str, str]]:
     """(version, name, sql) for every migration shipped in bot/store/migrations, in order."""
-    found = []
-    for entry in resources.files("bot.store").joinpath("migrations").iterdir():
-        match = _MIGRATION_NAME.match(entry.name)
-        if match:
-            found.append((int(match.group(1)), match.group(2), entry.read_text(encoding="utf-8")))
-    found.sort()
-    versions = [v for v, _, _ in found]
-    if len(set(versions)) != len(versions):
-        raise RuntimeError(f"two migrations share a number: {versions}")
-    return found
+    return migrations_in("bot.store")
 
 
 def create_private(path: Path) -> None:

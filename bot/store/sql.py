@@ -9,9 +9,13 @@ and ordering by ASCII-folded names in Python (`ascii_folded`), as SQLite's NOCAS
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence, Sized
 from contextlib import AbstractAsyncContextManager
+from importlib import resources
 from typing import Any, Protocol
+
+_MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
 
 class SqlDatabase(Protocol):
@@ -52,3 +56,18 @@ _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrst
 def ascii_folded(text: str) -> str:
     """SQLite's NOCASE: ASCII letters folded, nothing else."""
     return text.translate(_ASCII_LOWER)
+
+
+def migrations_in(package: str) -> list[tuple[int, str, str]]:
+    """(version, name, sql) for every numbered migration (`0001_name.sql`) in the package's `migrations` folder,
+    in order; two sharing a number is a packaging mistake, refused."""
+    found = []
+    for entry in resources.files(package).joinpath("migrations").iterdir():
+        match = _MIGRATION_NAME.match(entry.name)
+        if match:
+            found.append((int(match.group(1)), match.group(2), entry.read_text(encoding="utf-8")))
+    found.sort()
+    versions = [v for v, _, _ in found]
+    if len(set(versions)) != len(versions):
+        raise RuntimeError(f"two migrations share a number: {versions}")
+    return found

@@ -15,7 +15,6 @@ import re
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from functools import lru_cache
-from importlib import resources
 from typing import Any, TypeAlias
 from urllib.parse import unquote, urlsplit
 
@@ -23,9 +22,9 @@ import asyncpg
 
 from bot.clock import Clock
 from bot.errors import Unreachable
+from bot.store.sql import migrations_in
 
 log = logging.getLogger(__name__)
-_MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 _MIGRATION_LOCK = 0x70617065  # advisory lock key: two processes starting at once migrate one after the other
 _current: contextvars.ContextVar[asyncpg.Connection | None] = contextvars.ContextVar("pg_tx", default=None)
 Row: TypeAlias = Any  # asyncpg.Record, read by name or position (asyncpg ships no types)
@@ -45,16 +44,7 @@ _LOST = (
 
 def bundled_migrations() -> list[tuple[int, str, str]]:
     """(version, name, sql) for every migration in bot/store/postgres/migrations, in order."""
-    found = []
-    for entry in resources.files("bot.store.postgres").joinpath("migrations").iterdir():
-        match = _MIGRATION_NAME.match(entry.name)
-        if match:
-            found.append((int(match.group(1)), match.group(2), entry.read_text(encoding="utf-8")))
-    found.sort()
-    versions = [v for v, _, _ in found]
-    if len(set(versions)) != len(versions):
-        raise RuntimeError(f"two migrations share a number: {versions}")
-    return found
+    return migrations_in("bot.store.postgres")
 
 
 @lru_cache(maxsize=1024)
