@@ -24,6 +24,8 @@ async def test_every_packaged_query_finds_its_labelled_matches_through_the_prefi
     papers = list(load_labels(DEFAULT_LABELS, catalog).papers.values())
     await store.papers.upsert(papers, seen_at=clock.now())
     index = TopicIndex(store, clock)
+    longest = max(catalog, key=lambda t: len(t.query.text))
+    assert len(longest.query.text) > MAX_QUERY_LENGTH  # the room is used: this test reads such a query
     for topic in catalog:
         expected = {p.arxiv_id for p in papers if topic.query.matches(p)}
         found = {p.arxiv_id async for batch in index.history(topic.query) for p in batch}
