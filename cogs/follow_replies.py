@@ -70,7 +70,9 @@ def follow_message(
     )
     lines = [paper_compact_line(p) for p in latest]
     while True:
-        preview = ["**Latest matches**", *lines] if lines else ["No stored paper matches yet."]
+        # a catalog query may take half the message: never say "no match" when matches only lack room
+        none = "Its latest matches: /latest." if latest else "No stored paper matches yet."
+        preview = ["**Latest matches**", *lines] if lines else [none]
         text = "\n".join([*top, *preview, tail])
         if len(text) <= CONTENT_LIMIT or not lines:
             return clip(text, CONTENT_LIMIT)

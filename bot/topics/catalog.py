@@ -18,9 +18,14 @@ from typing import Any
 from bot.errors import ConfigError
 from bot.models import fold_name, topic_key
 from bot.topic_tree import Hierarchy, HierarchyError
-from bot.topics.query import QuerySyntaxError, TopicQuery, parse_query
+from bot.topics.query import MAX_QUERY_LENGTH, QuerySyntaxError, TopicQuery, parse_query
 
 _SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+# A catalog query is reviewed code, not input from a server: it may be longer than the MAX_QUERY_LENGTH a
+# /follow query has (that bound protects the bot from hostile input), so a topic can carry the phrases its field
+# uses. 1,000 characters still fit whole, with the topic's figures, in the announcement a /follow posts (a
+# Discord message holds 2,000), and in a GET to the arXiv API (a few KB once URL-encoded).
+CATALOG_QUERY_LENGTH = 1000
 _REQUIRED = ("slug", "name", "description", "definition", "query")
 _KNOWN = frozenset((*_REQUIRED, "categories", "parent"))
 
@@ -38,6 +43,12 @@ class CatalogTopic:
     categories: tuple[str, ...] = ()  # a hint for backfill; matching never filters on it
     parent: str | None = None  # the parent topic's slug: every paper of this topic belongs to it too
     definition: str = ""  # what belongs and what does not, in the catalog's words (description is the gist)
+
+
+def stored_query(text: str, *, is_catalog: bool) -> TopicQuery:
+    """A stored topic's query, parsed again under the bound it was written with: the catalog's, or the one a
+    server's own query has (MAX_QUERY_LENGTH)."""
+    return parse_query(text, max_length=CATALOG_QUERY_LENGTH if is_catalog else MAX_QUERY_LENGTH)
 
 
 def catalog_hierarchy(catalog: list[CatalogTopic]) -> Hierarchy[str]:
@@ -105,8 +116,13 @@ def _parse_topic(entry: object, index: int, source: str) -> CatalogTopic:
         fields[key] = " ".join(value.split())
     if not _SLUG.match(fields["slug"]):
         raise fail(f"slug {fields['slug']!r} is not kebab-case (lowercase letters, digits, single hyphens)")
+    if len(fields["query"]) > CATALOG_QUERY_LENGTH:
+        raise fail(
+            f"query has {len(fields['query'])} characters, more than the {CATALOG_QUERY_LENGTH} a catalog query "
+            "may have: drop a rare synonym, or split the topic into children"
+        )
     try:
-        query = parse_query(fields["query"])
+        query = parse_query(fields["query"], max_length=CATALOG_QUERY_LENGTH)
     except QuerySyntaxError as exc:
         # The pointer shows the collapsed one-line query, which is what the positions refer to.
         raise fail(f"query does not parse: {exc}\n{exc.pointer()}") from None

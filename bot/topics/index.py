@@ -29,10 +29,10 @@ from bot.clock import Clock
 from bot.models import CATALOG_GUILD, Paper, TopicRow, UpsertResult
 from bot.store import Store
 from bot.topic_tree import Hierarchy, HierarchyError
-from bot.topics.catalog import CatalogError, CatalogTopic
+from bot.topics.catalog import CatalogError, CatalogTopic, stored_query
 from bot.topics.confirm import confirmed
 from bot.topics.matcher import Matcher
-from bot.topics.query import TopicQuery, parse_query
+from bot.topics.query import TopicQuery
 
 log = logging.getLogger(__name__)
 HISTORY_BATCH = 1000  # papers evaluated per trip to the worker thread
@@ -165,7 +165,12 @@ class TopicIndex:
                 moved += [row.id, row.parent_id]
         queries = {saved[t.slug].id: t.query for t in catalog}
         for row in await self.store.topics.all():
-            self.register(row, queries[row.id] if row.id in queries else parse_query(row.query))
+            known = queries.get(
+                row.id
+            )  # else a server's topic, or one gone from the catalog: its stored query
+            self.register(
+                row, known if known is not None else stored_query(row.query, is_catalog=row.is_catalog)
+            )
         await self.store.topics.queue_history(changed, self.clock.now())
         for topic_id in await self.store.topics.history_queue():  # with those a restart interrupted
             self._progress.setdefault(topic_id, HistoryProgress())

@@ -20,9 +20,9 @@ from bot.loopback.discord.records import EMBED_LINKS, SEND_MESSAGES_IN_THREADS
 from bot.loopback.harness import running_paperbot
 from bot.models import Follow, Paper, TopicRow
 from bot.render import fit_lines, paper_compact_line
-from bot.topics.catalog import CatalogTopic
+from bot.topics.catalog import CATALOG_QUERY_LENGTH, CatalogTopic
 from bot.topics.index import TopicIndex
-from bot.topics.query import parse_query
+from bot.topics.query import MAX_QUERY_LENGTH, parse_query
 from cogs.follow import follow_message
 from tests.cogs.world import (
     MANAGE_CHANNELS,
@@ -553,9 +553,10 @@ class _Stub:
         return self.text
 
 
-def test_follow_message_stays_within_2000_characters_for_the_longest_inputs() -> None:
+@pytest.mark.parametrize("length", [MAX_QUERY_LENGTH, CATALOG_QUERY_LENGTH])  # a server's, the catalog's
+def test_follow_message_stays_within_2000_characters_for_the_longest_inputs(length: int) -> None:
     name = "*_@everyone " * 7
-    query = "`" * 250 + "x" * 250  # 500 characters, the most a topic query may have
+    query = "`" * (length // 2) + "x" * (length - length // 2)  # the most a topic query may have
     topic = TopicRow(1, 5, "s", name[:80], "", query)
     follow = Follow(1, 5, 7, 1, name, "digest", 23, NOW, None, None)
     papers = [make_paper(n, title="Long title words " * 40) for n in range(3)]
@@ -570,9 +571,12 @@ def test_follow_message_stays_within_2000_characters_for_the_longest_inputs() ->
     )
     assert len(text) <= 2000
     body = text.split("```\n", 1)[1].split("\n```", 1)[0]
-    assert len(body) == 500 and "`" not in body  # the whole query, and nothing that closes the block
+    assert len(body) == length and "`" not in body  # the whole query, and nothing that closes the block
     assert "@everyone" not in text and text.endswith("Older papers: /latest.")
-    assert 0 < sum(paper_compact_line(p) in text for p in papers) < 3  # fewer papers, never a cut one
+    shown = sum(paper_compact_line(p) in text for p in papers)
+    assert shown < 3  # fewer papers, never a cut one
+    assert shown > 0 or "Its latest matches: /latest." in text  # no room is not "no match"
+    assert "No stored paper matches yet." not in text
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -13,7 +13,16 @@ import pytest
 
 from bot.errors import ConfigError
 from bot.models import Paper
-from bot.topics.catalog import CatalogError, CatalogTopic, catalog_hierarchy, find_topic, load_catalog
+from bot.services.topics import TopicError, check_query
+from bot.topics.catalog import (
+    CATALOG_QUERY_LENGTH,
+    CatalogError,
+    CatalogTopic,
+    catalog_hierarchy,
+    find_topic,
+    load_catalog,
+)
+from bot.topics.query import MAX_QUERY_LENGTH
 from tests.factories import text_paper
 
 CATALOG_FILE = Path(__file__).parents[2] / "bot" / "topics" / "catalog.toml"
@@ -231,6 +240,26 @@ def test_a_small_valid_catalog_loads_in_file_order(tmp_path: Path) -> None:
     assert topics[1].description == "Spans two lines."
     assert topics[0].categories == ()
     assert topics[0].query.matches(example_paper({"title": "Dreamer returns", "abstract": "Short."}))
+
+
+def test_a_catalog_query_may_be_longer_than_a_servers_own_query(tmp_path: Path) -> None:
+    # Reviewed catalog queries have room for their field's phrases; a /follow query keeps the tighter bound.
+    phrases = " OR ".join(f'"reward phrase {n}"' for n in range(40))
+    assert MAX_QUERY_LENGTH < len(phrases) <= CATALOG_QUERY_LENGTH
+    (topic,) = load_catalog(write_catalog(tmp_path, {"slug": "long", "name": "Long", "query": phrases}))
+    assert topic.query.matches(example_paper({"title": "On reward phrase 39", "abstract": "Short."}))
+    with pytest.raises(TopicError, match="at most 500 characters"):
+        check_query(phrases)
+
+
+def test_a_catalog_query_over_its_bound_fails_naming_the_topic(tmp_path: Path) -> None:
+    phrases = " OR ".join(f'"reward phrase {n}"' for n in range(50))
+    assert len(phrases) > CATALOG_QUERY_LENGTH
+    path = write_catalog(tmp_path, {"slug": "long", "name": "Long", "query": phrases})
+    with pytest.raises(
+        CatalogError, match=rf"topic #1 \('long'\): query has {len(phrases)} characters, more than "
+    ):
+        load_catalog(path)
 
 
 def test_duplicate_slug_error_names_both_topics(tmp_path: Path) -> None:

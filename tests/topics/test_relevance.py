@@ -213,12 +213,12 @@ def test_the_packaged_labels_name_only_catalog_topics_and_records() -> None:
     assert len(labels.papers) >= 800
 
 
-# Since the second sub-topic round every child with 10 or more labelled positives meets the sub-topic goal
-# (recall 90, precision 80) on the whole set but one: RL for Diffusion Models falsely matches a flow-matching
-# driving planner tuned by RL, met in the held-out sixth pass and left unfixed rather than tuned away
-# (bot/topics/labels/README.md). Held-out figures are lower: Process Reward Models' precision on half B is 66.7.
+# Since the third sub-topic round every child with 10 or more labelled positives meets the sub-topic goal
+# (recall 90, precision 80) on the whole set, RL for Diffusion Models included (its exception of 0.78 went when
+# world-action planners and autoregressive text-to-image models left it). Held-out figures are lower: Process
+# Reward Models' precision on half B is 66.7 (bot/topics/labels/README.md).
 CHILD_RECALL_FLOOR: dict[str, float] = {}
-CHILD_PRECISION_FLOOR = {"rl-diffusion": 0.78}
+CHILD_PRECISION_FLOOR: dict[str, float] = {}
 
 
 def test_the_packaged_catalog_keeps_its_figures_on_the_development_set() -> None:

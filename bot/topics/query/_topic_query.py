@@ -12,12 +12,13 @@ from functools import cached_property
 from bot.models import Paper
 from bot.topics.query._nodes import Node, Predicate
 from bot.topics.query._paper_text import PaperText
-from bot.topics.query._parser import parse
+from bot.topics.query._parser import MAX_QUERY_LENGTH, parse
 
 
-def parse_query(text: str) -> TopicQuery:
-    """Parse a topic query; raises QuerySyntaxError with the position and what was expected there."""
-    return TopicQuery(text)
+def parse_query(text: str, *, max_length: int = MAX_QUERY_LENGTH) -> TopicQuery:
+    """Parse a topic query of at most `max_length` characters; raises QuerySyntaxError with the position and
+    what was expected there."""
+    return TopicQuery(text, max_length)
 
 
 @dataclass(frozen=True)
@@ -25,10 +26,11 @@ class TopicQuery:
     """A parsed topic query. `TopicQuery(text)` parses like `parse_query(text)`; equal when texts are."""
 
     text: str
+    max_length: int = field(default=MAX_QUERY_LENGTH, repr=False, compare=False)  # checked when parsed
     _root: Node = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_root", parse(self.text))
+        object.__setattr__(self, "_root", parse(self.text, self.max_length))
 
     def matches(self, paper: Paper | PaperText) -> bool:
         text = paper if isinstance(paper, PaperText) else PaperText.of(paper)
