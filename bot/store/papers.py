@@ -216,7 +216,8 @@ class PaperRepo:
         return from_ts(row[0]) if row else None
 
     async def count(self) -> int:
-        row = await self.db.fetchone("SELECT COUNT(*) FROM papers")
+        """Papers stored: kept by triggers (migration 0017), counting every row grew with the history."""
+        row = await self.db.fetchone("SELECT papers FROM paper_count WHERE id = 1")
         return int(row[0]) if row else 0
 
     async def latest(self, limit: int = 20, *, categories: Sequence[str] = ()) -> list[Paper]:

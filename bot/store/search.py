@@ -8,6 +8,7 @@ shown only, a bare category reads its own index newest first, and counts stop at
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -15,6 +16,7 @@ from datetime import datetime
 from bot.models import HIGHLIGHT_END, HIGHLIGHT_START, Paper, SearchHit
 from bot.store.database import Database
 from bot.store.papers import paper_filter, paper_from_row, to_ts
+from bot.store.snippets import snippets
 
 # bm25 weights per column (title, abstract, authors): a hit in the title says most about a paper.
 _BM25 = "bm25(papers_fts, 4.0, 1.0, 2.0)"
@@ -99,35 +101,18 @@ class SearchRepo:
 
     async def with_snippets(self, fts: str | None, hits: list[SearchHit]) -> list[SearchHit]:
         """The hits with their snippet: the abstract around the words `fts` matched, between HIGHLIGHT_START
-        and HIGHLIGHT_END (the abstract's start when there is no text). Cut for these hits only: a snippet
-        re-reads the abstract, which costs more than ranking."""
+        and HIGHLIGHT_END (the abstract's start when there is no text), cut for these hits only from the text
+        they carry (bot/store/snippets.py): asking the store's index seeks each hit through every segment."""
         if not hits:
             return hits
-        ids = [h.paper.arxiv_id for h in hits]
-        marks = ",".join("?" * len(ids))
         if fts is None:
-            rows = await self.db.fetchall(
-                f"SELECT arxiv_id, substr(abstract, 1, {_NO_TEXT_SNIPPET}) AS snip FROM papers"
-                f" WHERE arxiv_id IN ({marks})",
-                ids,
-            )
-            snips = {r["arxiv_id"]: r["snip"] for r in rows}
+            snips = [h.paper.abstract[:_NO_TEXT_SNIPPET] for h in hits]
         else:
-            # By rowid: FTS5 then reads just these rows (filtering its matches by arxiv_id read all 900,000
-            # matches of a common word, 1.7 s).
-            pks = {
-                r["pk"]: r["arxiv_id"]
-                for r in await self.db.fetchall(
-                    f"SELECT pk, arxiv_id FROM papers WHERE arxiv_id IN ({marks})", ids
-                )
-            }
-            found = await self.db.fetchall(
-                "SELECT rowid, snippet(papers_fts, 1, ?, ?, '…', 24) AS snip FROM papers_fts"
-                f" WHERE papers_fts MATCH ? AND rowid IN ({','.join('?' * len(pks))})",
-                (HIGHLIGHT_START, HIGHLIGHT_END, fts, *pks),
-            )
-            snips = {pks[r["rowid"]]: r["snip"] for r in found}
-        return [replace(h, snippet=snips.get(h.paper.arxiv_id, "")) for h in hits]
+            fields = [
+                (h.paper.title, h.paper.abstract, ", ".join(a.name for a in h.paper.authors)) for h in hits
+            ]
+            snips = await asyncio.to_thread(snippets, fts, fields, HIGHLIGHT_START, HIGHLIGHT_END)
+        return [replace(h, snippet=s) for h, s in zip(hits, snips, strict=True)]
 
     async def count(
         self,

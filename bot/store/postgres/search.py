@@ -18,7 +18,7 @@ from bot.store.papers import to_ts
 from bot.store.postgres.database import Database
 from bot.store.postgres.fts_query import to_tsquery
 from bot.store.postgres.papers import PAPER, paper, paper_filter
-from bot.store.postgres.tokens import snippets
+from bot.store.snippets import snippets
 
 # ts_rank_cd's weights for {D, C, B, A}: title (A) 4, authors (C) 2, abstract (B) 1, as the SQLite store's bm25.
 _WEIGHTS = "{0.0, 0.5, 0.25, 1.0}"

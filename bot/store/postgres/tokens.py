@@ -180,25 +180,3 @@ def query_words(text: str) -> tuple[str, ...]:
     with closing(_scratch()) as db:
         db.execute("INSERT INTO t (rowid, title) VALUES (1, ?)", (text,))
         return tuple(r[0] for r in db.execute("SELECT term FROM v ORDER BY offset"))
-
-
-def snippets(
-    fts: str, abstracts: Sequence[Fields], start: str, end: str, *, fallback_chars: int = 240
-) -> list[str]:
-    """An excerpt of each abstract with the words the FTS5 expression matched between `start` and `end`,
-    exactly as the SQLite store's search shows it; a paper the expression does not match (the PostgreSQL
-    prefilter may be broader) gets the abstract's beginning."""
-    found: dict[int, str] = {}
-    with closing(_scratch()) as db:
-        db.executemany(
-            "INSERT INTO t (rowid, title, abstract, authors) VALUES (?, ?, ?, ?)",
-            [(i, *fields) for i, fields in enumerate(abstracts)],
-        )
-        try:
-            rows = db.execute(
-                "SELECT rowid, snippet(t, 1, ?, ?, '…', 24) FROM t WHERE t MATCH ?", (start, end, fts)
-            ).fetchall()
-        except sqlite3.Error:
-            rows = []
-        found = {r[0]: r[1] for r in rows}
-    return [found.get(i, fields[1][:fallback_chars]) for i, fields in enumerate(abstracts)]

@@ -50,7 +50,9 @@ class TextTerm(Node):
     raw: str
     pos: int = 0
 
-    _COLUMNS: ClassVar[dict[str, str]] = {"ti": "title", "abs": "abstract", "all": "{title abstract authors}"}
+    # The FTS5 column filter of each indexed field. `all` is every column of papers_fts, so it takes none: FTS5
+    # applies a filter by decoding every position list of the word, which made ranking a common word 4x slower.
+    _COLUMNS: ClassVar[dict[str, str]] = {"ti": "title : ", "abs": "abstract : ", "all": ""}
 
     def compile(self) -> Predicate:
         scope, first = self.scope, self.words[0]
@@ -93,7 +95,7 @@ class TextTerm(Node):
             groups.pop()  # a prefix too short to use: the shorter phrase still holds
         if not groups:
             return None
-        return f"{column} : {_fts_phrase([g for g in groups if g is not None])}"
+        return column + _fts_phrase([g for g in groups if g is not None])
 
     def arxiv(self) -> str:
         return f"{self.scope}:{self.raw}"
