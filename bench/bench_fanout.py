@@ -97,14 +97,28 @@ async def measure(where: str, servers: int, history: int) -> dict[str, Any]:
             await db.execute("ANALYZE")  # as autovacuum would have by the time a poll runs
 
         fanout: list[float] = []  # s, per page: the fan-out proper, timed inside the intake
+        cpu: list[float] = []  # CPU s of this process and, on PostgreSQL, of the server's sessions
         enqueue = bot.intake.enqueue_for_new_papers
+        postgres = where.startswith("postgresql://")
+
+        async def used() -> dict[int, float]:
+            """CPU seconds so far of this process (its threads: SQLite's too) and of the database's sessions."""
+            spent = {0: time.process_time()}
+            if postgres:
+                for row in await db.fetchall(
+                    "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+                ):
+                    spent[row[0]] = server_cpu(row[0])
+            return spent
 
         async def timed(*args: Any, **kwargs: Any) -> int:
-            began = time.perf_counter()
+            before, began = await used(), time.perf_counter()
             try:
                 return await enqueue(*args, **kwargs)
             finally:
                 fanout.append(time.perf_counter() - began)
+                after = await used()
+                cpu.append(sum(v - before.get(k, 0.0) for k, v in after.items()))
 
         bot.intake.enqueue_for_new_papers = timed  # type: ignore[assignment]
         day = clock.now() - timedelta(days=1)
@@ -125,12 +139,22 @@ async def measure(where: str, servers: int, history: int) -> dict[str, Any]:
             "intake": total,
             "fanout": sum(fanout),
             "pages": fanout,
+            "cpu": sum(cpu),
             "posts": int(counted[0]),
             "channels": int(counted[1]),
             "check": int(digest[0] or 0),
         }
     finally:
         await store.close()
+
+
+def server_cpu(pid: int) -> float:
+    """CPU seconds a local process has used (user and system), from /proc."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def worker(args: argparse.Namespace) -> None:
@@ -198,14 +222,17 @@ def main() -> None:
         f"\n{args.servers:,} servers x 3 follows, a {DAY:,}-paper day in pages of {PAGE:,}, {args.history:,}"
         f" papers of history; load average {load[0]:.1f} / {load[1]:.1f} (1 / 5 min)\n"
     )
-    print("| code | engine | intake of the day, s | of which the fan-out, s | posts queued | goal |")
-    print("|---|---|---:|---:|---:|---|")
+    print(
+        "| code | engine | intake of the day, s | of which the fan-out, s (per page) | fan-out CPU, s |"
+        " posts queued | goal (fan-out) |"
+    )
+    print("|---|---|---:|---:|---:|---:|---|")
     for label, result in runs:
         for engine, r in result.items():
             pages = " + ".join(f"{p:.2f}" for p in r["pages"])
             print(
-                f"| {label} | {engine} | {r['intake']:.2f} | {r['fanout']:.2f} ({pages}) | {r['posts']:,} |"
-                f" <= {GOAL_S:.0f} s: {'met' if r['intake'] <= GOAL_S else 'not met'} |"
+                f"| {label} | {engine} | {r['intake']:.2f} | {r['fanout']:.2f} ({pages}) | {r['cpu']:.2f} |"
+                f" {r['posts']:,} | <= {GOAL_S:.0f} s: {'met' if r['fanout'] <= GOAL_S else 'not met'} |"
             )
     checks = {(r["posts"], r["check"]) for _, result in runs for r in result.values()}
     print("\nevery run queued the same posts" if len(checks) == 1 else f"\nRUNS DIFFER: {sorted(checks)}")
