@@ -35,7 +35,7 @@ PAPER = (
     " p.published, p.updated, p.comment, p.journal_ref, p.doi, p.authors_omitted, p.provisional"
 )
 # A fan-out's input rows (models.Reach): their columns and types.
-_REACH = (("topic_id", "bigint"), ("guild_id", "bigint"), ("arxiv_id", "text"), ("kind", "text"))
+_REACH = (("topic_id", "bigint"), ("guild_id", "bigint"), ("paper_pk", "bigint"), ("kind", "text"))
 _WANTED = (  # enqueue's (models.Wanted)
     ("guild_id", "bigint"),
     ("channel_id", "bigint"),
@@ -150,31 +150,39 @@ class DeliveryRepo:
         """One poll's posts, joined with the follows inside the database (a day's fan-out is hundreds of
         thousands of rows, which the process would otherwise build and send one by one): every working follow
         a `Reach` row names wants its paper, unless a 'withheld' row keeps it from that server's follows of the
-        topic. Written as `enqueue` writes; returns the rows written or changed."""
-        wants = [r for r in reach if r.kind != "withheld"]
-        if not wants:
+        topic. Written as `enqueue` writes; returns the rows it added."""
+        if not reach:
             return 0
-        given, params = self.rows(_REACH, [(r.topic_id, r.guild_id, r.arxiv_id, r.kind) for r in wants])
-        withheld, held = self.rows(
-            _REACH[:3], [(r.topic_id, r.guild_id, r.arxiv_id) for r in reach if r.kind == "withheld"]
-        )
-        # The follows a row reaches: of its topic, in its server (if any), asking for suggestions (if those).
-        reached = (
-            " JOIN follows f ON f.topic_id = r.topic_id AND f.broken_reason IS NULL"
-            " AND (r.guild_id IS NULL OR f.guild_id = r.guild_id) AND (r.kind = 'exact' OR f.match = 'suggested')"
-        )
         async with self.db.transaction():
-            written = await self._write(
-                "SELECT f.guild_id, f.channel_id, p.pk AS paper_pk, f.mode, f.topic_id"
-                f" FROM ({given}) AS r JOIN papers p ON p.arxiv_id = r.arxiv_id{reached}"
-                f" LEFT JOIN ({withheld}) AS x ON x.topic_id = f.topic_id AND x.guild_id = f.guild_id"
-                " AND x.arxiv_id = r.arxiv_id WHERE x.topic_id IS NULL",
-                [*params, *held],
-                at,
+            ids, params = self.rows((("arxiv_id", "text"),), sorted({(r.arxiv_id,) for r in reach}))
+            pks: dict[str, int] = {  # the papers first: joined after the follows, each is looked up per post
+                row[0]: row[1]
+                for row in await self.db.fetchall(
+                    f"SELECT p.arxiv_id, p.pk FROM ({ids}) AS i JOIN papers p ON p.arxiv_id = i.arxiv_id",
+                    params,
+                )
+            }
+            wants = [(r.topic_id, r.guild_id, pks[r.arxiv_id], r.kind) for r in reach if r.arxiv_id in pks]
+            held = [w[:3] for w in wants if w[3] == "withheld"]
+            given, reaching = self.rows(_REACH, [w for w in wants if w[3] != "withheld"])
+            # The follows a row reaches: of its topic, in its server (if any), asking for suggestions (if those).
+            reached = (
+                " JOIN follows f ON f.topic_id = r.topic_id AND f.broken_reason IS NULL"
+                " AND (r.guild_id IS NULL OR f.guild_id = r.guild_id) AND (r.kind = 'exact' OR f.match = 'suggested')"
             )
+            wanted = f"SELECT f.guild_id, f.channel_id, r.paper_pk, f.mode, f.topic_id FROM ({given}) AS r{reached}"
+            params = reaching
+            if held:  # a server's ratings keep these from its follows of the topic
+                withheld, more = self.rows(_REACH[:3], held)
+                wanted += (
+                    f" LEFT JOIN ({withheld}) AS x ON x.topic_id = f.topic_id AND x.guild_id = f.guild_id"
+                    " AND x.paper_pk = r.paper_pk WHERE x.topic_id IS NULL"
+                )
+                params = [*reaching, *more]
+            written = await self._write(wanted, params, at)
             await self._lease_rows(
                 f"SELECT f.channel_id FROM (SELECT DISTINCT topic_id, guild_id, kind FROM ({given}) AS g) AS r{reached}",
-                params,
+                reaching,
             )
         return written
 
