@@ -119,7 +119,7 @@ async def enqueue_for_new_papers(
 
     Only these few rows (a day's papers times their topics) leave the process: the store joins them with the
     follows (store.deliveries.fan_out), so the outbox's rows, one per (channel, paper), are built in the
-    database. Returns the outbox rows written or changed."""
+    database. Returns how many outbox rows it added."""
     new = set(result.new)
     reach: dict[Reach, None] = {}  # in order, each once
     for arxiv_id, topic_ids in matches.items():

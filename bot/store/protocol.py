@@ -237,7 +237,7 @@ class DeliveryRepository(Protocol):
     async def fan_out(self, reach: Sequence[Reach], at: datetime) -> int:
         """One poll's posts, written inside the database: each working follow a `Reach` row names (see Reach)
         wants its paper, and the outbox gets one row per (channel, paper) as `enqueue` writes them, with a lease
-        row for each new channel. Papers not stored are skipped. Returns the outbox rows written or changed."""
+        row for each new channel. Papers not stored are skipped. Returns how many rows it added."""
 
     async def channels_due(self, mode: Mode, now: datetime, *, console: bool = False) -> list[int]:
         """Channels with pending rows of this mode due by `now`: Discord channels (positive ids), or with
