@@ -31,7 +31,7 @@ from functools import partial
 from typing import Protocol
 
 from bot.clock import Clock
-from bot.models import Paper, PendingDelivery, UpsertResult, Wanted
+from bot.models import Paper, PendingDelivery, Reach, UpsertResult
 from bot.render.limits import CONTENT_LIMIT, EMBEDS_PER_MESSAGE  # not bot.render's card: no discord here
 from bot.render.text import SUGGESTED, clip, inert_markdown
 from bot.store import Store
@@ -115,52 +115,26 @@ async def enqueue_for_new_papers(
     a paper counts for in that server only (a server's own topic under a catalog topic); `suggested`, the
     topics whose learned scorer suggests a paper, which only follows with match 'suggested' receive;
     `server_verdicts`, per (topic, server), the papers that server's ratings withhold from its follows of the
-    topic and those they add to its suggestions."""
+    topic and those they add to its suggestions.
+
+    Only these few rows (a day's papers times their topics) leave the process: the store joins them with the
+    follows (store.deliveries.fan_out), so the outbox's rows, one per (channel, paper), are built in the
+    database. Returns how many outbox rows it added."""
     new = set(result.new)
-    by_topic: dict[tuple[int, int | None], list[str]] = {}  # (topic, server or None for every server)
+    reach: dict[Reach, None] = {}  # in order, each once
     for arxiv_id, topic_ids in matches.items():
         if arxiv_id in new:
-            for topic_id in topic_ids:
-                by_topic.setdefault((topic_id, None), []).append(arxiv_id)
+            reach.update((Reach(t, None, arxiv_id, "exact"), None) for t in sorted(topic_ids))
     for arxiv_id, pairs in (in_server or {}).items():
         if arxiv_id in new:
-            for pair in pairs:
-                by_topic.setdefault(pair, []).append(arxiv_id)
-    by_scorer: dict[int, list[str]] = {}
+            reach.update((Reach(t, guild, arxiv_id, "exact"), None) for t, guild in sorted(pairs))
     for arxiv_id, topic_ids in (suggested or {}).items():
         if arxiv_id in new:
-            for topic_id in topic_ids:
-                by_scorer.setdefault(topic_id, []).append(arxiv_id)
-    follows = await store.follows.for_topics(sorted({topic_id for topic_id, _ in by_topic} | set(by_scorer)))
-    wanted = {
-        Wanted(f.guild_id, f.channel_id, arxiv_id, f.mode, f.topic_id): None
-        for f in follows
-        for key in ((f.topic_id, None), (f.topic_id, f.guild_id))
-        for arxiv_id in by_topic.get(key, ())
-    }
-    for f in follows:
-        if f.match == "suggested":
-            wanted.update(
-                (Wanted(f.guild_id, f.channel_id, arxiv_id, f.mode, f.topic_id), None)
-                for arxiv_id in by_scorer.get(f.topic_id, ())
-            )
-    verdicts = server_verdicts or {}
-    if verdicts:
-        rated = await store.follows.for_topics(sorted({topic_id for topic_id, _ in verdicts}))
-        for f in rated:
-            _withheld, lifted = verdicts.get((f.topic_id, f.guild_id), (set(), set()))
-            if f.match == "suggested":
-                wanted.update(
-                    (Wanted(f.guild_id, f.channel_id, arxiv_id, f.mode, f.topic_id), None)
-                    for arxiv_id in sorted(lifted & new)
-                )
-        wanted = {
-            w: None
-            for w in wanted
-            if w.arxiv_id not in verdicts.get((w.topic_id, w.guild_id), (set(), set()))[0]
-        }
-    await store.deliveries.enqueue(list(wanted), clock.now())
-    return len(wanted)
+            reach.update((Reach(t, None, arxiv_id, "suggested"), None) for t in sorted(topic_ids))
+    for (topic_id, guild_id), (withheld, lifted) in (server_verdicts or {}).items():
+        reach.update((Reach(topic_id, guild_id, a, "suggested"), None) for a in sorted(lifted & new))
+        reach.update((Reach(topic_id, guild_id, a, "withheld"), None) for a in sorted(withheld & new))
+    return await store.deliveries.fan_out(list(reach), clock.now())
 
 
 class DeliveryWorker:

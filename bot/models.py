@@ -249,6 +249,22 @@ class Wanted:
     topic_id: int
 
 
+ReachKind = Literal["exact", "suggested", "withheld"]
+
+
+@dataclass(frozen=True, slots=True)
+class Reach:
+    """Whom a paper new to the store reaches through one topic, for the outbox to join with the follows itself
+    (DeliveryRepository.fan_out): the follows of `topic_id`, in server `guild_id` only when it is given. 'exact':
+    each of them; 'suggested': those that asked for the learned scorer's suggestions; 'withheld': none of that
+    server's, whatever else reaches them (its ratings keep the paper out of its follows of the topic)."""
+
+    topic_id: int
+    guild_id: int | None
+    arxiv_id: str
+    kind: ReachKind
+
+
 @dataclass(frozen=True, slots=True)
 class PendingDelivery:
     """One row of the delivery outbox: a paper for a channel, with the followed topics it matched."""

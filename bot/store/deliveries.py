@@ -1,7 +1,13 @@
 """The delivery outbox: rows written with the papers that cause them, claimed, sent, and marked.
 
 Written in SQL both engines run; the PostgreSQL store's subclass (bot/store/postgres/deliveries.py) names its own
-string aggregate, maximum and headline, and locks the lease rows it claims (`FOR UPDATE SKIP LOCKED`).
+string aggregate, maximum, headline and array of topic ids, passes input rows as arrays, and locks the lease rows it
+claims (`FOR UPDATE SKIP LOCKED`).
+
+A poll's fan-out is written inside the database (`fan_out`): the process passes the day's (topic, paper) rows, a
+few thousand, and one INSERT ... SELECT joins them with the follows into one row per (channel, paper), hundreds of
+thousands at 10,000 servers. A row holds the ids of the followed topics it stands for (`topic_ids`: a JSON array on
+SQLite, bigint[] on PostgreSQL; `delivery_topics` is a view of them for the readers).
 
 Deliver workers share the outbox by channel: a worker claims a channel's lease (delivery_leases), so a channel's
 order and its rate limit stay in one worker, renews it while posting and frees it when done. A lease that expired
@@ -12,11 +18,12 @@ a lease is free as soon as its worker's session is gone (`keep_alive`), without 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, ClassVar
 
-from bot.models import Mode, PendingDelivery, Wanted
+from bot.models import Mode, PendingDelivery, Reach, Wanted
 from bot.store.announcements import HEADLINE, headline_from
 from bot.store.papers import paper_from_row, to_ts
 from bot.store.sql import SqlDatabase
@@ -26,6 +33,15 @@ from bot.store.topics import with_card_topics
 PAPER = (
     "p.pk, p.arxiv_id, p.version, p.title, p.abstract, p.authors_json, p.primary_category, p.categories,"
     " p.published, p.updated, p.comment, p.journal_ref, p.doi, p.authors_omitted, p.provisional"
+)
+# A fan-out's input rows (models.Reach): their columns and types.
+_REACH = (("topic_id", "bigint"), ("guild_id", "bigint"), ("paper_pk", "bigint"), ("kind", "text"))
+_WANTED = (  # enqueue's (models.Wanted)
+    ("guild_id", "bigint"),
+    ("channel_id", "bigint"),
+    ("arxiv_id", "text"),
+    ("mode", "text"),
+    ("topic_id", "bigint"),
 )
 _CHUNK = 500  # ids per statement: well within both engines' limits on parameters
 
@@ -46,8 +62,14 @@ def _side(console: bool, column: str = "channel_id") -> str:
 class DeliveryRepo:
     HEADLINE: ClassVar[str] = HEADLINE
     TOPIC_NAMES: ClassVar[str] = (
-        "(SELECT group_concat(name, char(31)) FROM (SELECT t.name FROM delivery_topics dt"
-        " JOIN topics t ON t.id = dt.topic_id WHERE dt.delivery_id = d.id ORDER BY t.name))"
+        "(SELECT group_concat(name, char(31)) FROM (SELECT t.name FROM json_each(d.topic_ids) j"
+        " JOIN topics t ON t.id = j.value ORDER BY t.name))"
+    )
+    # The topic ids of a row wanted again (`excluded`) merged with those it holds: a JSON array on SQLite, an
+    # array of bigint on PostgreSQL.
+    TOPIC_UNION: ClassVar[str] = (
+        "(SELECT json_group_array(DISTINCT value) FROM (SELECT value FROM json_each(deliveries.topic_ids)"
+        " UNION ALL SELECT value FROM json_each(excluded.topic_ids)))"
     )
     GREATEST: ClassVar[str] = "MAX"  # SQLite's scalar max()
     LOCK: ClassVar[str] = ""  # SQLite serialises writers: the claim's UPDATE alone is enough
@@ -58,37 +80,111 @@ class DeliveryRepo:
     def __init__(self, db: SqlDatabase) -> None:
         self.db = db
 
+    def rows(
+        self, columns: Sequence[tuple[str, str]], values: Sequence[Sequence[object]]
+    ) -> tuple[str, list[object]]:
+        """A relation of `values` with these (name, SQL type) columns, passed as one parameter: its SQL and
+        parameters. SQLite reads a JSON array of rows; PostgreSQL's subclass unnests an array per column."""
+        picks = ", ".join(f"json_extract(value, '$[{i}]') AS {name}" for i, (name, _) in enumerate(columns))
+        return f"SELECT {picks} FROM json_each(?)", [json.dumps(values)]
+
+    def merge(self) -> str:
+        """The rule for a wish whose (channel, paper) has a row already: on a pending row it adds its topic and
+        makes the row 'each' if it wants a card for each paper; a row no longer pending (sent) stays as it is."""
+        return (
+            f" ON CONFLICT (channel_id, paper_pk) DO UPDATE SET topic_ids = {self.TOPIC_UNION},"
+            " mode = CASE WHEN excluded.mode = 'each' THEN 'each' ELSE deliveries.mode END"
+            " WHERE deliveries.status = 'pending'"
+        )
+
+    async def _write(self, wanted: str, params: Sequence[object], at: datetime) -> int:
+        """Write the posts `wanted` names (SQL of (guild_id, channel_id, paper_pk, mode, topic_id): a follow's
+        wish for a paper; `params`, its parameters) as `enqueue` says. Returns the rows it added.
+
+        A wish at a time, in key order (the unique index is then written in order: a third cheaper than in join
+        order, and than grouping the wishes first); a second wish for a row this statement wrote merges into it
+        by the same rule as a wish for a row already there (SQLite applies the rule to its own new rows)."""
+        now = to_ts(at)
+        async with self.db.transaction():
+            last = await self.db.fetchone("SELECT COALESCE(MAX(id), 0) FROM deliveries")
+            await self.db.execute(
+                "INSERT INTO deliveries (guild_id, channel_id, paper_pk, mode, next_attempt_at, created_at, topic_ids)"
+                " SELECT w.guild_id, w.channel_id, w.paper_pk, w.mode, ?, ?, json_array(w.topic_id)"
+                f" FROM ({wanted}) AS w ORDER BY w.channel_id, w.paper_pk{self.merge()}",
+                (now, now, *params),
+            )
+            added = await self.db.fetchone("SELECT COUNT(*) FROM deliveries WHERE id > ?", (last[0],))
+        return int(added[0])
+
+    async def _lease_rows(self, channels: str, params: Sequence[object]) -> None:
+        """A lease row for each channel `channels` (SQL of channel_id) names that has none yet."""
+        await self.db.execute(
+            f"INSERT INTO delivery_leases (channel_id) SELECT DISTINCT c.channel_id FROM ({channels}) AS c"
+            " WHERE NOT EXISTS (SELECT 1 FROM delivery_leases l WHERE l.channel_id = c.channel_id)"
+            " ORDER BY 1 ON CONFLICT (channel_id) DO NOTHING",
+            params,
+        )
+
     async def enqueue(self, wanted: Sequence[Wanted], at: datetime) -> None:
         """One row per (channel, paper); a second topic adds its name to the same row. A paper already sent to
         a channel is never queued there again. An 'each' follow upgrades a pending digest row to 'each'."""
         if not wanted:
             return
-        now = to_ts(at)
-        rows: dict[
-            tuple[int, str], tuple[int, str]
-        ] = {}  # (channel, paper) -> (guild, mode), first guild wins
-        for w in wanted:
-            guild, mode = rows.get((w.channel_id, w.arxiv_id), (w.guild_id, w.mode))
-            rows[(w.channel_id, w.arxiv_id)] = (guild, "each" if "each" in (mode, w.mode) else mode)
+        given, params = self.rows(
+            _WANTED,
+            [(w.guild_id, w.channel_id, w.arxiv_id, w.mode, w.topic_id) for w in wanted],
+        )
         async with self.db.transaction():
-            await self.db.executemany(
-                "INSERT INTO deliveries (guild_id, channel_id, paper_pk, mode, next_attempt_at, created_at)"
-                " SELECT CAST(? AS BIGINT), CAST(? AS BIGINT), pk, CAST(? AS TEXT), CAST(? AS BIGINT),"
-                " CAST(? AS BIGINT) FROM papers WHERE arxiv_id = ?"
-                " ON CONFLICT (channel_id, paper_pk) DO UPDATE SET mode = 'each'"
-                " WHERE excluded.mode = 'each' AND deliveries.status = 'pending'",
-                [(g, c, m, now, now, a) for (c, a), (g, m) in rows.items()],
+            await self._write(
+                "SELECT g.guild_id, g.channel_id, p.pk AS paper_pk, g.mode, g.topic_id"
+                f" FROM ({given}) AS g JOIN papers p ON p.arxiv_id = g.arxiv_id",
+                params,
+                at,
             )
-            await self.db.executemany(
-                "INSERT INTO delivery_topics (delivery_id, topic_id)"
-                " SELECT d.id, CAST(? AS BIGINT) FROM deliveries d JOIN papers p ON p.pk = d.paper_pk"
-                " WHERE d.channel_id = ? AND p.arxiv_id = ? AND d.status = 'pending' ON CONFLICT DO NOTHING",
-                [(w.topic_id, w.channel_id, w.arxiv_id) for w in wanted],
+            channels, params = self.rows(
+                (("channel_id", "bigint"),), sorted({(w.channel_id,) for w in wanted})
             )
-            await self.db.executemany(
-                "INSERT INTO delivery_leases (channel_id) VALUES (?) ON CONFLICT (channel_id) DO NOTHING",
-                [(c,) for c in sorted({c for c, _ in rows})],
+            await self._lease_rows(channels, params)
+
+    async def fan_out(self, reach: Sequence[Reach], at: datetime) -> int:
+        """One poll's posts, joined with the follows inside the database (a day's fan-out is hundreds of
+        thousands of rows, which the process would otherwise build and send one by one): every working follow
+        a `Reach` row names wants its paper, unless a 'withheld' row keeps it from that server's follows of the
+        topic. Written as `enqueue` writes; returns the rows it added."""
+        if not reach:
+            return 0
+        async with self.db.transaction():
+            ids, params = self.rows((("arxiv_id", "text"),), sorted({(r.arxiv_id,) for r in reach}))
+            pks: dict[str, int] = {  # the papers first: joined after the follows, each is looked up per post
+                row[0]: row[1]
+                for row in await self.db.fetchall(
+                    f"SELECT p.arxiv_id, p.pk FROM ({ids}) AS i JOIN papers p ON p.arxiv_id = i.arxiv_id",
+                    params,
+                )
+            }
+            wants = [(r.topic_id, r.guild_id, pks[r.arxiv_id], r.kind) for r in reach if r.arxiv_id in pks]
+            held = [w[:3] for w in wants if w[3] == "withheld"]
+            given, reaching = self.rows(_REACH, [w for w in wants if w[3] != "withheld"])
+            # The follows a row reaches: of its topic, in its server (if any), asking for suggestions (if those).
+            reached = (
+                " JOIN follows f ON f.topic_id = r.topic_id AND f.broken_reason IS NULL"
+                " AND (r.guild_id IS NULL OR f.guild_id = r.guild_id) AND (r.kind = 'exact' OR f.match = 'suggested')"
             )
+            wanted = f"SELECT f.guild_id, f.channel_id, r.paper_pk, f.mode, f.topic_id FROM ({given}) AS r{reached}"
+            params = reaching
+            if held:  # a server's ratings keep these from its follows of the topic
+                withheld, more = self.rows(_REACH[:3], held)
+                wanted += (
+                    f" LEFT JOIN ({withheld}) AS x ON x.topic_id = f.topic_id AND x.guild_id = f.guild_id"
+                    " AND x.paper_pk = r.paper_pk WHERE x.topic_id IS NULL"
+                )
+                params = [*reaching, *more]
+            written = await self._write(wanted, params, at)
+            await self._lease_rows(
+                f"SELECT f.channel_id FROM (SELECT DISTINCT topic_id, guild_id, kind FROM ({given}) AS g) AS r{reached}",
+                reaching,
+            )
+        return written
 
     async def channels_due(self, mode: Mode, now: datetime, *, console: bool = False) -> list[int]:
         """Channels with due rows: Discord channels, or with `console` the terminal's (negative ids)."""

@@ -30,6 +30,7 @@ from bot.models import (
     Mode,
     Paper,
     PendingDelivery,
+    Reach,
     SearchHit,
     SkippedEntry,
     SkippedSummary,
@@ -232,6 +233,11 @@ class DeliveryRepository(Protocol):
         """One outbox row per (channel, paper), meant for the transaction that stores the papers causing
         it; a second topic adds its name to the same row. A paper already sent to a channel is never
         queued there again; an 'each' follow upgrades a pending digest row to 'each'. Idempotent."""
+
+    async def fan_out(self, reach: Sequence[Reach], at: datetime) -> int:
+        """One poll's posts, written inside the database: each working follow a `Reach` row names (see Reach)
+        wants its paper, and the outbox gets one row per (channel, paper) as `enqueue` writes them, with a lease
+        row for each new channel. Papers not stored are skipped. Returns how many rows it added."""
 
     async def channels_due(self, mode: Mode, now: datetime, *, console: bool = False) -> list[int]:
         """Channels with pending rows of this mode due by `now`: Discord channels (positive ids), or with

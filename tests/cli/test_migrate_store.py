@@ -32,7 +32,6 @@ TABLES = (
     "topic_history_pending",
     "follows",
     "deliveries",
-    "delivery_topics",
     "announcements",
     "ratings",
     "saved_papers",

@@ -189,6 +189,8 @@ async def _copy_table(
         values = [tuple(r)[width:] for r in rows]
         if table.name == "papers":
             values = await _with_words(table.columns, values)
+        elif table.name == "deliveries":
+            values = _with_topic_array(table.columns, values)
         last = list(tuple(rows[-1])[:width])
         async with postgres.transaction() as conn:
             inserted += await insert_copied(conn, table.name, columns, values)
@@ -209,6 +211,12 @@ async def _copy_table(
         + (f" ({inserted:,} by this run)" if inserted != done else "")
     )
     return inserted
+
+
+def _with_topic_array(columns: Sequence[str], rows: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """The outbox's rows with their topic ids as PostgreSQL's array (SQLite holds them as a JSON array)."""
+    at = columns.index("topic_ids")
+    return [(*r[:at], json.loads(r[at]), *r[at + 1 :]) for r in rows]
 
 
 async def _with_words(columns: Sequence[str], rows: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
