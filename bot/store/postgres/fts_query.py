@@ -26,8 +26,8 @@ from bot.store.postgres.tokens import encode, hex_code, query_words
 WEIGHTS = {"title": "A", "abstract": "B", "authors": "C"}
 ALL_COLUMNS = "ABC"
 TITLE = WEIGHTS["title"]
-# The expression of the index of titles (migration 0008 papers_title_words): the same words as `words`' A part.
-TITLE_VECTOR = "to_tsvector('simple'::regconfig, p.title_words)"
+# The expression of the index of titles (migration 0008 papers_title_words): the title part of `words`.
+TITLE_VECTOR = "ts_filter(p.words, '{a}')"
 _COLUMN_SQL = {"words": "p.words", "title": TITLE_VECTOR}
 _SQL_OP = {"&": " AND ", "|": " OR "}
 _TOKEN = re.compile(r'\s*(?:(?P<string>"(?:[^"]|"")*"\*?)|(?P<op>[(){}:])|(?P<bare>[^\s(){}:"]+\*?))')

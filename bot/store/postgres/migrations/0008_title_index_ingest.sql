@@ -1,17 +1,20 @@
--- A topic's title-only words (`ti:`) are looked up in an index of the titles alone. The GIN index of `words`
--- keeps lexemes without their weights, so a title-only term there found every paper holding the words anywhere
--- (at a million papers, ~120,000 for two common words) and PostgreSQL re-read each one's tsvector to check the
--- weight. An index on an expression needs no new column to fill (no rewrite of a million rows and of their
--- `words` index entries): PostgreSQL computes it from `title_words` as rows are written, old and new code alike.
--- bot/store/postgres/fts_query.py writes the same expression (TITLE_VECTOR) so that the planner uses it.
-CREATE INDEX papers_title_words ON papers USING GIN ((to_tsvector('simple'::regconfig, title_words)))
+-- A topic's title-only words (`ti:`) are looked up in an index of the titles' lexemes alone. The GIN index of
+-- `words` keeps lexemes without their weights, so a title-only term there found every paper holding the words
+-- anywhere (at a million papers, ~120,000 for two common words) and PostgreSQL re-read each one's tsvector to
+-- check the weight. The index is on an expression, the title part (weight A) of `words`, so there is no column to
+-- fill (no rewrite of a million rows and of their `words` index entries) and no text to parse again as rows are
+-- written, by this code or older. bot/store/postgres/fts_query.py writes the same expression (TITLE_VECTOR).
+CREATE INDEX papers_title_words ON papers USING GIN ((ts_filter(words, '{a}')))
     WITH (gin_pending_list_limit = 16384);
 
--- Ingest: new entries of the `words` index wait in its pending list and are merged into the index in one
--- sorted pass when the list is full (or by VACUUM). With the default 4 MB the list filled every page or two of
--- 1,000 papers, and each merge walked the index for few entries: 64 MB merges ~20,000 papers' words at once,
--- about 4 times cheaper per paper. A search reads the pending list too; at 64 MB that costs tens of ms.
+-- Ingest: new entries of the `words` index wait in its pending list until it is full, then are merged into the
+-- index in one sorted pass (walking the index once for all of them). With the default 4 MB the list filled every
+-- page or two of 1,000 papers and a page's insert paid the merge; at 64 MB (about 20,000 papers) the merge is
+-- rarer and larger. Autovacuum merges it in the background (with maintenance_work_mem) after every 10,000 new
+-- rows rather than after a fifth of the table, so that a poll seldom meets a full list. A search also reads the
+-- pending list: at its fullest that costs tens of milliseconds.
 ALTER INDEX papers_words SET (gin_pending_list_limit = 65536);
+ALTER TABLE papers SET (autovacuum_vacuum_insert_threshold = 10000, autovacuum_vacuum_insert_scale_factor = 0);
 
 -- Ingest: a paper's row (~5 kB) is stored compressed and partly out of line. The tsvector barely compresses,
 -- so it goes out of line without trying; the texts are compressed with lz4 rather than pglz (several times
