@@ -9,12 +9,11 @@ CREATE INDEX papers_title_words ON papers USING GIN ((ts_filter(words, '{a}')))
 
 -- Ingest: new entries of the `words` index wait in its pending list until it is full, then are merged into the
 -- index in one sorted pass (walking the index once for all of them). With the default 4 MB the list filled every
--- page or two of 1,000 papers and a page's insert paid the merge; at 64 MB (about 20,000 papers) the merge is
--- rarer and larger. Autovacuum merges it in the background (with maintenance_work_mem) after every 10,000 new
--- rows rather than after a fifth of the table, so that a poll seldom meets a full list. A search also reads the
--- pending list: at its fullest that costs tens of milliseconds.
+-- page or two of 1,000 papers and a page's insert paid a merge each time; at 64 MB (about 20,000 papers) the
+-- merge is rarer and larger, and the ingest sorts it with 64 MB of work_mem (bot/store/postgres/papers.py), so
+-- that it is one pass, not many. VACUUM also merges it. A search reads the pending list too: at its fullest that
+-- costs tens of milliseconds.
 ALTER INDEX papers_words SET (gin_pending_list_limit = 65536);
-ALTER TABLE papers SET (autovacuum_vacuum_insert_threshold = 10000, autovacuum_vacuum_insert_scale_factor = 0);
 
 -- Ingest: a paper's row (~5 kB) is stored compressed and partly out of line. The tsvector barely compresses,
 -- so it goes out of line without trying; the texts are compressed with lz4 rather than pglz (several times
