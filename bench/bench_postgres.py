@@ -141,6 +141,7 @@ async def topics_and_momentum(side: Side, store: Store, clock: FakeClock, runs: 
         began = time.perf_counter()
         await momentum.topic(row)
         side.momentum.append((time.perf_counter() - began) * 1000)
+    await store.topics.delete(row.id)  # the kept PostgreSQL store is left as it was (its matches go with it)
 
 
 async def fanout(side: Side, where: str, servers: int, clock: FakeClock) -> None:

@@ -32,3 +32,23 @@ DO $$ BEGIN
 EXCEPTION WHEN feature_not_supported THEN
     NULL;
 END $$;
+
+-- A topic's matches are written a statement at a time (its history: thousands of rows): the counts of their days
+-- are forgotten once per statement, as paper_categories' are (0005), not once per row (half the cost of writing
+-- a new topic's 6,500 matches).
+DROP TRIGGER topic_matches_day_changed ON topic_matches;
+DROP FUNCTION forget_topic_day_counts();
+CREATE FUNCTION forget_topic_day_counts() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM topic_day_counts c USING (SELECT DISTINCT topic_id, div(published, 86400) AS day FROM changed_rows) r
+     WHERE c.topic_id = r.topic_id AND c.day = r.day;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER topic_matches_added AFTER INSERT ON topic_matches
+    REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION forget_topic_day_counts();
+CREATE TRIGGER topic_matches_removed AFTER DELETE ON topic_matches
+    REFERENCING OLD TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION forget_topic_day_counts();
+CREATE TRIGGER topic_matches_changed_from AFTER UPDATE ON topic_matches
+    REFERENCING OLD TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION forget_topic_day_counts();
+CREATE TRIGGER topic_matches_changed_to AFTER UPDATE ON topic_matches
+    REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION forget_topic_day_counts();
