@@ -109,9 +109,9 @@ async def test_a_paper_another_process_stores_meanwhile_is_kept_once(
         assert await differing(two) == []
 
 
-async def test_a_page_is_copied_in_chunks_whole(postgres: PostgresStore, clock: FakeClock) -> None:
-    """A page of more papers than a chunk (the words of one are computed while the one before is copied in):
-    every paper stored once, with its tsvector and categories, and a second upsert of the page changes nothing."""
+async def test_a_large_page_is_stored_whole(postgres: PostgresStore, clock: FakeClock) -> None:
+    """A page of hundreds of papers: every paper stored once, with its tsvector and categories, and a second
+    upsert of the page changes nothing."""
     page = [
         make_paper(i, title=f"Paper {i} on chunked ingest", categories=("cs.LG", "cs.AI"))
         for i in range(1, 652)

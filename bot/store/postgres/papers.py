@@ -83,38 +83,15 @@ def _values(paper: Paper, words: tuple[str, str, str, bytes]) -> tuple[object, .
     return (*_paper_values(paper), *words)
 
 
-_CHUNK = 250  # papers whose words are computed while the chunk before is copied in
-
-
-async def _rows(papers: Sequence[Paper], now: int) -> list[tuple[object, ...]]:
-    """The rows of `papers` as written (_WRITTEN): each paper's FTS5 words per column and its tsvector
-    (tokens.py), computed off the event loop."""
-    if not papers:
-        return []
+async def _words(papers: Sequence[Paper]) -> list[tuple[str, str, str, bytes]]:
+    """Each paper's FTS5 words per column and its tsvector (tokens.py), computed off the event loop."""
     fields = [(p.title, p.abstract, ", ".join(a.name for a in p.authors)) for p in papers]
-    words = await asyncio.to_thread(indexed, fields)
-    return [(*_values(p, w), now, now) for p, w in zip(papers, words, strict=True)]
+    return await asyncio.to_thread(indexed, fields) if fields else []
 
 
-async def _insert_new(conn: asyncpg.Connection, papers: Sequence[Paper], now: int) -> None:
-    """Insert papers read as not stored, a chunk at a time, the words of the next chunk computed (in a thread)
-    while PostgreSQL takes in this one: the two costs overlap instead of adding up."""
-    chunks = [papers[i : i + _CHUNK] for i in range(0, len(papers), _CHUNK)]
-    upcoming = asyncio.ensure_future(_rows(chunks[0], now))
-    try:
-        for following in [*chunks[1:], None]:
-            rows = await upcoming
-            if following is not None:
-                upcoming = asyncio.ensure_future(_rows(following, now))
-            await _copy_new(conn, rows)
-    finally:
-        upcoming.cancel()  # a failed copy: the next chunk's words are not wanted (no-op once done)
-
-
-async def _copy_new(conn: asyncpg.Connection, rows: Sequence[Sequence[object]]) -> None:
-    """Insert rows of papers read as not stored: by COPY straight into the table, or, when another process stored
-    one of them meanwhile, through a staging table that skips those (ON CONFLICT DO NOTHING, as one row at a
-    time)."""
+async def _insert_new(conn: asyncpg.Connection, rows: Sequence[Sequence[object]]) -> None:
+    """Insert papers read as not stored: by COPY straight into the table, or, when another process stored one of
+    them meanwhile, through a staging table that skips those (ON CONFLICT DO NOTHING, as one row at a time)."""
     try:
         async with conn.transaction():  # a savepoint: a conflict undoes this COPY only
             await copy_in(conn, "papers", _WRITTEN, rows)
@@ -161,24 +138,26 @@ class PaperRepo:
             stored = await self.stored_versions(list(latest))
             new = [p for aid, p in latest.items() if aid not in stored]
             changed = [p for aid, p in latest.items() if aid in stored and _is_newer(p, stored[aid])]
-            await self._write(new, changed, now)
+            words = await _words([*new, *changed])
+            rows = [(*_values(p, w), now, now) for p, w in zip([*new, *changed], words, strict=True)]
+            await self._write(rows[: len(new)], rows[len(new) :])
         return UpsertResult(
             new=[p.arxiv_id for p in new],
             updated=[p.arxiv_id for p in changed],
             unchanged=len(latest) - len(new) - len(changed),
         )
 
-    async def _write(self, new: Sequence[Paper], changed: Sequence[Paper], now: int) -> None:
-        """Insert the new papers and update the changed ones (in the running transaction), the changed ones copied
-        into a staging table (COPY) and written by one statement, then their categories linked again."""
+    async def _write(self, new: Sequence[Sequence[object]], changed: Sequence[Sequence[object]]) -> None:
+        """Insert the new rows and update the changed ones (in the running transaction): each set copied into
+        a staging table (COPY) and written by one statement, then their categories linked again."""
         async with self.db.transaction() as conn:
             # An insert that finds the `words` index's pending list full (migration 0008) merges it, sorting with
             # work_mem: 4 MB split a full list's merge into many passes over the index (until the commit).
             await conn.execute("SET LOCAL work_mem = '64MB'")
             if new:
-                await _insert_new(conn, new, now)
+                await _insert_new(conn, new)
             if changed:
-                staging = await stage(conn, "papers", _WRITTEN, await _rows(changed, now))
+                staging = await stage(conn, "papers", _WRITTEN, changed)
                 await conn.execute(
                     f"UPDATE papers p SET {_SET} FROM {staging} s WHERE p.arxiv_id = s.arxiv_id"
                 )
@@ -186,7 +165,7 @@ class PaperRepo:
                     "DELETE FROM paper_categories WHERE paper_pk IN"
                     f" (SELECT p.pk FROM papers p JOIN {staging} s USING (arxiv_id))"
                 )
-            await conn.execute(_LINK_CATEGORIES, [p.arxiv_id for p in (*new, *changed)])
+            await conn.execute(_LINK_CATEGORIES, [r[0] for r in (*new, *changed)])
 
     async def get(self, arxiv_id: str) -> Paper | None:
         row = await self.db.fetchone(
