@@ -28,7 +28,7 @@ ALL_COLUMNS = "ABC"
 TITLE = WEIGHTS["title"]
 # The expression of the index of titles (migration 0008 papers_title_words): the title part of `words`.
 TITLE_VECTOR = "ts_filter(p.words, '{a}')"
-_COLUMN_SQL = {"words": "p.words", "title": TITLE_VECTOR}
+_COLUMN_SQL = {"words": "p.words", "title": TITLE_VECTOR}  # each _Column's indexed expression
 _SQL_OP = {"&": " AND ", "|": " OR "}
 _TOKEN = re.compile(r'\s*(?:(?P<string>"(?:[^"]|"")*"\*?)|(?P<op>[(){}:])|(?P<bare>[^\s(){}:"]+\*?))')
 
@@ -37,11 +37,14 @@ class _Untranslatable(Exception):
     pass
 
 
+_Column = Literal["words", "title"]
+
+
 @dataclass(frozen=True)
 class _Lookup:
     """A tsquery on one indexed column: `words` (weights as written) or the titles' own vector."""
 
-    column: Literal["words", "title"]
+    column: _Column
     tsquery: str
 
 
@@ -117,7 +120,7 @@ def _joined(op: str, parts: list[_Node]) -> _Node:
     flat: list[_Node] = []
     for part in parts:
         flat.extend(part.parts if isinstance(part, _Both) and part.op == op else [part])
-    columns: dict[str, list[str]] = {}
+    columns: dict[_Column, list[str]] = {}
     groups: list[_Node] = []
     for part in flat:
         if isinstance(part, _Lookup):
@@ -125,7 +128,7 @@ def _joined(op: str, parts: list[_Node]) -> _Node:
         else:
             groups.append(part)
     lookups: list[_Node] = [
-        _Lookup(column, found[0] if len(found) == 1 else "(" + f" {op} ".join(found) + ")")  # type: ignore[arg-type]
+        _Lookup(column, found[0] if len(found) == 1 else "(" + f" {op} ".join(found) + ")")
         for column, found in columns.items()
     ]
     nodes = [*lookups, *groups]
