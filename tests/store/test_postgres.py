@@ -20,7 +20,7 @@ from bot.sources.arxiv_api import parse_feed
 from bot.store import open_store
 from bot.store.postgres import PostgresStore
 from bot.store.postgres.database import bundled_migrations
-from bot.store.postgres.fts_query import to_tsquery
+from bot.store.postgres.fts_query import to_condition, to_tsquery
 from bot.topics.query import QuerySyntaxError, fold_words, parse_query
 from tests.cli.process import run_cli
 from tests.factories import make_paper
@@ -125,6 +125,39 @@ def test_untranslatable_syntax_widens_instead_of_narrowing() -> None:
     assert to_tsquery('title : "x" NOT "y"') is None  # unknown syntax: no condition rather than a wrong one
     assert to_tsquery('("a" AND title : "b")') == "('a' & 'b':A)"
     assert to_tsquery('("a" OR "")') is None  # a branch FTS5 would look for nothing in: unconstrained
+    assert to_condition('title : "x" NOT "y"') is None
+    assert to_condition('("a" OR (title : "b" AND ""))') == (
+        "(p.words @@ ?::tsquery OR ts_filter(p.words, '{a}') @@ ?::tsquery)",
+        ["'a'", "'b'"],
+    )
+
+
+async def test_title_only_words_are_looked_up_in_the_index_of_titles(
+    postgres_url: str, clock: FakeClock
+) -> None:
+    """The `words` index keeps no weights: a title-only word there finds every paper holding it anywhere, each
+    then re-read to check the weight (seconds at a million papers). The titles have an index of their own."""
+    fts = parse_query('(diffusion AND policy) OR ti:"speculative decoding"').to_fts5()
+    condition = to_condition(fts)
+    assert condition is not None
+    sql, params = condition
+    # The title's words looked up in the titles' own vector: no weight left to check.
+    assert params == ["('diffus' & 'polici')", "('specul' & 'decod')"]
+    title = make_paper(1, title="Speculative decoding", abstract="Drafts.")
+    elsewhere = make_paper(2, title="Drafts", abstract="Speculative decoding of drafts.")
+    async with await PostgresStore.open(postgres_url, clock) as store:
+        await store.papers.upsert([title, elsewhere], seen_at=clock.now())
+        found = [p.arxiv_id async for batch in store.topics.candidates(fts) for p in batch]
+        assert found == [title.arxiv_id]
+        async with store.db.transaction() as conn:
+            await conn.execute("SET LOCAL enable_seqscan = off")  # a two-paper table: make the planner show
+            numbered = sql
+            for number in range(1, len(params) + 1):
+                numbered = numbered.replace("?", f"${number}", 1)
+            plan = await conn.fetchval(
+                f"EXPLAIN (FORMAT JSON) SELECT pk FROM papers p WHERE {numbered}", *params
+            )
+        assert "papers_title_words" in plan and "papers_words" in plan, plan
 
 
 async def test_every_match_is_a_postgresql_candidate(postgres_url: str, clock: FakeClock) -> None:

@@ -107,3 +107,20 @@ async def test_a_paper_another_process_stores_meanwhile_is_kept_once(
         assert await two.papers.get(other.arxiv_id) is not None
         assert await two.papers.count() == 2
         assert await differing(two) == []
+
+
+async def test_a_large_page_is_stored_whole(postgres: PostgresStore, clock: FakeClock) -> None:
+    """A page of hundreds of papers: every paper stored once, with its tsvector and categories, and a second
+    upsert of the page changes nothing."""
+    page = [
+        make_paper(i, title=f"Paper {i} on chunked ingest", categories=("cs.LG", "cs.AI"))
+        for i in range(1, 652)
+    ]
+    result = await postgres.papers.upsert(page, seen_at=clock.now())
+    assert result.new == [p.arxiv_id for p in page]
+    assert await postgres.papers.count() == len(page)
+    assert await differing(postgres) == []
+    linked = await postgres.db.fetchone("SELECT COUNT(*) FROM paper_categories")
+    assert linked is not None and linked[0] == 2 * len(page)
+    again = await postgres.papers.upsert(page, seen_at=clock.now())
+    assert again.new == [] and again.unchanged == len(page)

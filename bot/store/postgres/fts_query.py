@@ -9,17 +9,27 @@ translation is as broad as FTS5's or broader:
 - a column filter becomes a weight (title A, abstract B, authors C);
 - anything else (syntax the query language does not write) is no condition at all: inside an AND it drops out,
   inside an OR it makes the OR unconstrained, and a whole expression left without one is None (no filter).
+
+`to_condition` writes the same as SQL for a topic's history match, title-only strings looked up in the index of
+the titles alone (TITLE_VECTOR, migration 0008): the `words` index keeps no weights, so a title-only lexeme there
+finds every paper holding the word anywhere, and PostgreSQL re-reads each one's tsvector to check the weight.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Literal
 
 from bot.store.postgres.tokens import encode, hex_code, query_words
 
 WEIGHTS = {"title": "A", "abstract": "B", "authors": "C"}
 ALL_COLUMNS = "ABC"
+TITLE = WEIGHTS["title"]
+# The expression of the index of titles (migration 0008 papers_title_words): the title part of `words`.
+TITLE_VECTOR = "ts_filter(p.words, '{a}')"
+_COLUMN_SQL = {"words": "p.words", "title": TITLE_VECTOR}  # each _Column's indexed expression
+_SQL_OP = {"&": " AND ", "|": " OR "}
 _TOKEN = re.compile(r'\s*(?:(?P<string>"(?:[^"]|"")*"\*?)|(?P<op>[(){}:])|(?P<bare>[^\s(){}:"]+\*?))')
 
 
@@ -27,9 +37,32 @@ class _Untranslatable(Exception):
     pass
 
 
+_Column = Literal["words", "title"]
+
+
+@dataclass(frozen=True)
+class _Lookup:
+    """A tsquery on one indexed column: `words` (weights as written) or the titles' own vector."""
+
+    column: _Column
+    tsquery: str
+
+
+@dataclass(frozen=True)
+class _Both:
+    """Lookups in different columns joined by `op` ("&" or "|"), which one tsquery cannot say."""
+
+    op: str
+    parts: tuple[_Lookup | _Both, ...]
+
+
+_Node = _Lookup | _Both
+
+
 @dataclass
 class _Reader:
     tokens: list[str]
+    title_index: bool  # title-only strings go to the titles' vector (else to `words` with weight A)
     at: int = 0
 
     def peek(self) -> str | None:
@@ -44,18 +77,62 @@ class _Reader:
 
 
 def to_tsquery(fts: str | None) -> str | None:
-    """A tsquery (in PostgreSQL's input syntax) every paper FTS5's `fts` finds satisfies; None: no condition."""
+    """A tsquery (in PostgreSQL's input syntax) on `words` that every paper FTS5's `fts` finds satisfies; None:
+    no condition."""
+    node = _translate(fts, title_index=False)
+    assert node is None or isinstance(node, _Lookup)  # one column: always one tsquery
+    return None if node is None else node.tsquery
+
+
+def to_condition(fts: str | None) -> tuple[str, list[str]] | None:
+    """An SQL condition on papers `p` (with a `?` per tsquery, the list of them) that every paper FTS5's `fts`
+    finds meets, title-only strings looked up through the index of titles; None: no condition."""
+    node = _translate(fts, title_index=True)
+    if node is None:
+        return None
+    params: list[str] = []
+    return _sql(node, params), params
+
+
+def _sql(node: _Node, params: list[str]) -> str:
+    if isinstance(node, _Lookup):
+        params.append(node.tsquery)
+        return f"{_COLUMN_SQL[node.column]} @@ ?::tsquery"
+    return "(" + _SQL_OP[node.op].join(_sql(part, params) for part in node.parts) + ")"
+
+
+def _translate(fts: str | None, *, title_index: bool) -> _Node | None:
     if fts is None:
         return None
     try:
-        tokens = _tokens(fts)
-        reader = _Reader(tokens)
+        reader = _Reader(_tokens(fts), title_index)
         result = _or(reader, ALL_COLUMNS)
         if reader.peek() is not None:
             raise _Untranslatable(f"unexpected {reader.peek()!r}")
     except _Untranslatable:
         return None
     return result
+
+
+def _joined(op: str, parts: list[_Node]) -> _Node:
+    """`parts` joined by `op`: the lookups of each column as one tsquery, and those of different columns (or
+    groups of them) side by side."""
+    flat: list[_Node] = []
+    for part in parts:
+        flat.extend(part.parts if isinstance(part, _Both) and part.op == op else [part])
+    columns: dict[_Column, list[str]] = {}
+    groups: list[_Node] = []
+    for part in flat:
+        if isinstance(part, _Lookup):
+            columns.setdefault(part.column, []).append(part.tsquery)
+        else:
+            groups.append(part)
+    lookups: list[_Node] = [
+        _Lookup(column, found[0] if len(found) == 1 else "(" + f" {op} ".join(found) + ")")
+        for column, found in columns.items()
+    ]
+    nodes = [*lookups, *groups]
+    return nodes[0] if len(nodes) == 1 else _Both(op, tuple(nodes))
 
 
 def _tokens(fts: str) -> list[str]:
@@ -71,28 +148,27 @@ def _tokens(fts: str) -> list[str]:
     return tokens
 
 
-def _or(reader: _Reader, weights: str) -> str | None:
+def _or(reader: _Reader, weights: str) -> _Node | None:
     parts = [_and(reader, weights)]
     while reader.peek() == "OR":
         reader.take()
         parts.append(_and(reader, weights))
-    if any(p is None for p in parts):
+    kept = [p for p in parts if p is not None]
+    if len(kept) < len(parts):
         return None  # one branch without a condition leaves the whole OR without one
-    return parts[0] if len(parts) == 1 else "(" + " | ".join(p for p in parts if p is not None) + ")"
+    return _joined("|", kept)
 
 
-def _and(reader: _Reader, weights: str) -> str | None:
+def _and(reader: _Reader, weights: str) -> _Node | None:
     parts = [_unary(reader, weights)]
     while reader.peek() == "AND":
         reader.take()
         parts.append(_unary(reader, weights))
     kept = [p for p in parts if p is not None]  # a part without a condition only widens
-    if not kept:
-        return None
-    return kept[0] if len(kept) == 1 else "(" + " & ".join(kept) + ")"
+    return _joined("&", kept) if kept else None
 
 
-def _unary(reader: _Reader, weights: str) -> str | None:
+def _unary(reader: _Reader, weights: str) -> _Node | None:
     token = reader.take()
     if token == "(":
         inner = _or(reader, weights)
@@ -105,15 +181,15 @@ def _unary(reader: _Reader, weights: str) -> str | None:
             columns.append(name)
         return _filtered(reader, weights, columns)
     if token.startswith('"'):
-        return _string(token, weights)
+        return _string(token, weights, reader.title_index)
     if reader.peek() == ":":
         return _filtered(reader, weights, [token])
     if token in ("AND", "OR", "NOT", ")", "}", ":"):
         raise _Untranslatable(f"unexpected {token!r}")
-    return _string(token, weights)  # a bare word: FTS5 reads it as a one-word string
+    return _string(token, weights, reader.title_index)  # a bare word: FTS5 reads it as a one-word string
 
 
-def _filtered(reader: _Reader, weights: str, columns: list[str]) -> str | None:
+def _filtered(reader: _Reader, weights: str, columns: list[str]) -> _Node | None:
     if reader.take() != ":" or any(c not in WEIGHTS for c in columns):
         raise _Untranslatable("not a column filter")
     allowed = "".join(w for w in weights if w in {WEIGHTS[c] for c in columns})
@@ -122,7 +198,7 @@ def _filtered(reader: _Reader, weights: str, columns: list[str]) -> str | None:
     return _unary(reader, allowed)
 
 
-def _string(token: str, weights: str) -> str | None:
+def _string(token: str, weights: str, title_index: bool) -> _Lookup | None:
     prefix = token.endswith("*")
     text = token.removesuffix("*")
     if text.startswith('"'):
@@ -130,7 +206,8 @@ def _string(token: str, weights: str) -> str | None:
     words = query_words(text)
     if not words:
         return None  # nothing FTS5 would look for: leave it to the evaluator
-    suffix = "" if weights == ALL_COLUMNS else weights
+    in_title = title_index and weights == TITLE  # the titles' vector: its lexemes are all the title's
+    suffix = "" if weights == ALL_COLUMNS or in_title else weights
     lexemes = [f"'{encode(w)}'" + (":" + suffix if suffix else "") for w in words[:-1]]
     last = words[-1]
     if not prefix:
@@ -140,4 +217,5 @@ def _string(token: str, weights: str) -> str | None:
         forms = {encode(last), hex_code(last)}
         options = [f"'{form}':*{suffix}" for form in sorted(forms)]
         lexemes.append(options[0] if len(options) == 1 else "(" + " | ".join(options) + ")")
-    return lexemes[0] if len(lexemes) == 1 else "(" + " & ".join(lexemes) + ")"
+    tsquery = lexemes[0] if len(lexemes) == 1 else "(" + " & ".join(lexemes) + ")"
+    return _Lookup("title" if in_title else "words", tsquery)

@@ -151,6 +151,9 @@ class PaperRepo:
         """Insert the new rows and update the changed ones (in the running transaction): each set copied into
         a staging table (COPY) and written by one statement, then their categories linked again."""
         async with self.db.transaction() as conn:
+            # An insert that finds the `words` index's pending list full (migration 0008) merges it, sorting with
+            # work_mem: 4 MB split a full list's merge into many passes over the index (until the commit).
+            await conn.execute("SET LOCAL work_mem = '64MB'")
             if new:
                 await _insert_new(conn, new)
             if changed:

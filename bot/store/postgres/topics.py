@@ -12,7 +12,7 @@ import asyncpg
 from bot.models import CATALOG_GUILD, Paper, PendingDelivery, TopicRow, find_named, fold_name, topic_key
 from bot.store.papers import to_ts
 from bot.store.postgres.database import Database, Row
-from bot.store.postgres.fts_query import to_tsquery
+from bot.store.postgres.fts_query import to_condition
 from bot.store.postgres.papers import PAPER, paper, paper_filter
 from bot.store.protocol import TopicNameTaken
 from bot.store.topic_days import TopicDayCounts  # written in SQL both engines run
@@ -353,12 +353,13 @@ class TopicRepo(TopicDayCounts):
     def _prefilter(
         fts: str | None, categories: Sequence[str], since: datetime | None
     ) -> tuple[str, list[object]]:
-        """SQL conditions on papers `p` that the candidates of a topic query pass."""
+        """SQL conditions on papers `p` that the candidates of a topic query pass (title-only words through
+        the index of titles: see fts_query.py)."""
         where, params = paper_filter(categories=categories, since=since)
-        tsquery = to_tsquery(fts)
-        if tsquery is not None:
-            where += " AND p.words @@ ?::tsquery"
-            params.append(tsquery)
+        condition = to_condition(fts)
+        if condition is not None:
+            where += f" AND {condition[0]}"
+            params.extend(condition[1])
         return where, params
 
     async def _hits(self, key: _Prefilter) -> _Hits:
