@@ -130,7 +130,7 @@ async def main() -> None:
     exact = matcher.match_many(page)
     query_page_s = time.perf_counter() - began
     began = time.perf_counter()
-    suggested = await asyncio.to_thread(learned.suggest, page, topic_ids)
+    suggested = await learned.suggest(page, topic_ids)
     scorer_page_s = time.perf_counter() - began
 
     # A new day's papers: featurized and the scorers retrained.

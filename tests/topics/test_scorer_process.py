@@ -47,10 +47,10 @@ async def main(folder: Path) -> None:
     learned = LearnedScorer(store, folder / "db.sqlite3.scorer", catalog=topics)
     await learned.train()
     queries = {row.id: row.query for row in await store.topics.all()}
-    found = await asyncio.to_thread(learned.suggest, corpus()[:60], queries)
+    found = await learned.suggest(corpus()[:60], queries)
     again = LearnedScorer(store, folder / "db.sqlite3.scorer", catalog=topics)
     await again.start()  # a restart reads the model back
-    found_again = await asyncio.to_thread(again.suggest, corpus()[:60], queries)
+    found_again = await again.suggest(corpus()[:60], queries)
     await store.close()
     loaded = sorted({name.split(".")[0] for name in sys.modules})
     print(json.dumps({"suggested": len(found), "again": found_again == found, "modules": loaded}))
@@ -114,7 +114,8 @@ async def test_a_killed_training_leaves_the_previous_model_and_the_next_one_retr
     assert learned.model_path.read_bytes() == model and await store.scorer_models.get() == stored
     assert await store.topics.suggested_among(list(ids.values()), every) == suggested
     queries = {row.id: row.query for row in await store.topics.all()}
-    assert learned.suggest([UNSAID], queries) == {UNSAID.arxiv_id: {qec}}  # scoring goes on, previous model
+    # scoring goes on, with the previous model
+    assert await learned.suggest([UNSAID], queries) == {UNSAID.arxiv_id: {qec}}
 
     learned.worker = ScorerWorker(0)
     assert await learned.refresh() == held  # the next training starts a new child
