@@ -60,9 +60,15 @@ class PaperBot(commands.Bot):
     ) -> None:
         # paperwatch never joins a voice channel: discord.py's warnings about voice libraries are noise.
         discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False
+        # Slash commands and buttons bring their own payloads (the member, the message clicked): the bot needs
+        # the servers and their channels (GUILDS) and nothing else of the gateway. Channels' messages (which
+        # discord.py kept, 1,000 of them, for events the bot never handles), members and voice states are
+        # neither asked for nor kept.
         super().__init__(
             command_prefix=commands.when_mentioned,  # slash commands only; no message content intent
-            intents=discord.Intents.default(),
+            intents=discord.Intents(guilds=True),
+            max_messages=None,
+            member_cache_flags=discord.MemberCacheFlags.none(),
             allowed_mentions=discord.AllowedMentions.none(),  # a title saying @everyone pings no one
             chunk_guilds_at_startup=False,
             **client_options,

@@ -7,10 +7,13 @@ import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import discord as discord_py
 import pytest
 
 from bot.clock import FakeClock
 from bot.loopback.arxiv import LoopbackArxiv
+from bot.loopback.discord import VIEW_CHANNEL
+from bot.loopback.discord.records import SEND_MESSAGES, USE_APPLICATION_COMMANDS
 from bot.loopback.harness import running_paperbot
 from bot.scheduler import Scheduler
 from tests.fakes.checked_discord import FakeDiscord
@@ -40,6 +43,29 @@ async def test_starts_with_catalog_and_commands(
             "CardsCog",
             "SavedCog",
         }
+    assert discord.violations == []
+
+
+async def test_the_bot_asks_discord_for_no_message_events_and_keeps_no_messages(
+    tmp_path: Path, fakes: tuple[FakeDiscord, LoopbackArxiv]
+) -> None:
+    """Slash commands and buttons bring their own payloads: the messages of every channel, which discord.py
+    kept (1,000 of them) for events the bot never handles, are neither asked for nor kept."""
+    discord, arxiv = fakes
+    guild = discord.add_guild("Lab")
+    channel = discord.add_text_channel(guild, "papers")
+    member = discord.add_member(
+        guild, "ann", permissions=VIEW_CHANNEL | SEND_MESSAGES | USE_APPLICATION_COMMANDS
+    )
+    async with running_paperbot(tmp_path, discord, arxiv) as bot:
+        posted = bot.get_channel(channel.id)
+        assert isinstance(posted, discord_py.TextChannel)
+        await posted.send("a card")  # in a channel: its MESSAGE_CREATE comes to a bot that asks for them
+        answered = await discord.invoke(guild, channel, member, "topics", [])
+        await answered.wait_response()  # an event after it was handled: the message's would have been too
+        assert list(bot.cached_messages) == []
+    [intents] = [entry[1] for entry in discord.gateway_log if entry[0] == "IDENTIFY"]
+    assert intents == discord_py.Intents(guilds=True).value
     assert discord.violations == []
 
 
