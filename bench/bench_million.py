@@ -132,6 +132,7 @@ class BotMemory:
     peak: float = 0.0
     kinds: dict[str, float] = field(default_factory=dict)  # after the mix, by kind (memory_map)
     load: float = 0.0  # the machine's load average (1 min) when the mix ended
+    timings: dict[str, list[float]] = field(default_factory=dict)  # the mix's, command -> ms
 
 
 async def papers_only(size: int) -> Path:
@@ -292,6 +293,7 @@ async def bot_process(
         memory.start = rss_mib(proc.pid)
         timings = Result(size)
         await command_mix(timings, a, words, mix, size)
+        memory.timings = timings.timings
         memory.after = rss_mib(proc.pid)
         memory.peak = rss_mib(proc.pid, "VmHWM")
         memory.kinds = memory_map(proc.pid)
@@ -408,6 +410,14 @@ def memory_report(results: list[Result], args: argparse.Namespace) -> None:
         print(f"| {label} | {' | '.join(values)} | {goal} |")
 
     memory_rows(results, args, row)
+    print("\nThe mix's p95 in each bot process (ms), to compare the checkouts' speed in the same run:\n")
+    labels = list(args.checkouts)
+    print(f"| command | {' | '.join(f'{label}, {r.size:,}' for r in results for label in labels)} |")
+    print(f"|---|{'---:|' * len(results) * len(labels)}")
+    commands = list(dict.fromkeys(c for r in results for m in r.bots.values() for c in m.timings))
+    for command in commands:
+        values = [r.bots[label].timings.get(command, []) for r in results for label in labels]
+        print(f"| {command} | {' | '.join(f'{p95(t):.0f}' if t else '-' for t in values)} |")
 
 
 def memory_rows(
