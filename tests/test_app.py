@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import gc
+import json
 import socket
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -138,3 +141,51 @@ async def test_the_poll_job_refuses_to_poll_arxiv_without_a_real_contact(
         f"poll not run: {state.last_error}"
     ]
     assert bot.ctx.arxiv_requests_sent == 0
+
+
+ARENAS = """
+import ctypes, json, re, threading
+from bot.app import share_malloc_arenas
+
+applied = share_malloc_arenas()
+libc = ctypes.CDLL("libc.so.6")
+libc.malloc.restype = ctypes.c_void_p
+libc.free.argtypes = [ctypes.c_void_p]
+start, done = threading.Barrier(9), threading.Barrier(9)
+
+def allocate():  # allocating at once, as SQLite's threads do: each would get an arena of its own
+    start.wait()
+    blocks = [libc.malloc(4096) for _ in range(2000)]
+    done.wait()
+    for block in blocks:
+        libc.free(block)
+
+threads = [threading.Thread(target=allocate) for _ in range(8)]
+for thread in threads:
+    thread.start()
+start.wait()
+done.wait()
+for thread in threads:
+    thread.join()
+buffer, size = ctypes.c_char_p(), ctypes.c_size_t()
+libc.open_memstream.restype = ctypes.c_void_p
+stream = libc.open_memstream(ctypes.byref(buffer), ctypes.byref(size))
+libc.malloc_info(0, ctypes.c_void_p(stream))
+libc.fclose(ctypes.c_void_p(stream))
+print(json.dumps({"applied": applied, "arenas": len(re.findall(r"<heap nr=", buffer.value.decode()))}))
+"""
+
+
+def test_the_bots_threads_share_two_malloc_arenas() -> None:
+    """Eight threads allocating at once in a fresh process spread over two malloc arenas, not nine."""
+    done = subprocess.run(
+        [sys.executable, "-c", ARENAS],
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["applied"] and report["arenas"] <= 2
