@@ -29,9 +29,9 @@ READERS = 4  # read connections: concurrent commands beyond this wait for a free
 # Page cache per connection (KiB): what SQLite keeps of the file in the process's memory, for as long as the
 # connection is open. The OS page cache holds the file anyway, so a page SQLite does not hold is a read from
 # memory, not from the disk. At 1M papers, four 8 MiB reader caches filled within the first commands and stayed
-# (32 MiB of the bot), and any ingest filled the writer's 64 MiB for good. Measured side by side at 1M papers:
-# bench_million's commands answered as fast with 2 MiB readers, and 10,000 papers were stored as fast with a
-# 16 MiB writer as with 64 MiB (README, "A million papers").
+# (32 MiB of the bot), and storing 10,000 papers filled the writer's 64 MiB for good. Measured side by side at
+# 1M papers, no slower within the shared machine's noise: bench_million's commands with 2 MiB readers, storing
+# 10,000 papers with a 16 MiB writer (README, "A million papers").
 # No mmap_size: mapped pages of the file count in the process's resident memory as they are read.
 WRITER_CACHE_KIB = 16_384
 READER_CACHE_KIB = 2_048
