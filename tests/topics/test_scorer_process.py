@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +17,7 @@ from bot.topics.index import TopicIndex
 from bot.topics.scorer_training import LearnedScorer
 from bot.topics.scorer_worker import ScorerWorker
 from tests.topics.scorer_corpus import CATALOG, UNSAID, corpus
+from tests.topics.scorer_helpers import die
 
 ROOT = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
@@ -76,11 +75,6 @@ def test_the_bots_process_trains_and_scores_without_scikit_learn(tmp_path: Path)
     assert "discord" in report["modules"] and "numpy" in report["modules"]  # it did load the runtime
     assert "sklearn" not in report["modules"]
     assert "matplotlib" not in report["modules"]
-
-
-def die(*args: object, **kwargs: object) -> None:
-    """Stands for a job whose process is killed (OOM, a signal): the child ends at once, nothing returned."""
-    os.kill(os.getpid(), signal.SIGKILL)
 
 
 class KilledTraining(ScorerWorker):

@@ -26,8 +26,7 @@ from tests.factories import make_paper
 from tests.fakes.checked_discord import FakeDiscord
 from tests.peek import store_of
 from tests.topics.scorer_corpus import ELSEWHERE, UNSAID, corpus
-from tests.topics.test_compact_weights import trained_on_labels
-from tests.topics.test_scorer_process import die
+from tests.topics.scorer_helpers import die, trained_on_labels
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 ADMIN = VIEW_CHANNEL | SEND_MESSAGES | USE_APPLICATION_COMMANDS | MANAGE_GUILD
