@@ -84,11 +84,14 @@ async def main() -> None:
     clock = FakeClock(datetime.fromtimestamp(NOW_SECONDS, UTC))
     database = OUT / f"history-{args.papers}.sqlite3"
     copy = None
-    if args.copy:
-        await (await build(database, args.papers, clock)).close()
+    if (
+        args.copy
+    ):  # the kept store is only read (copied); without one, the copy is built in the temporary folder
         copy = tempfile.TemporaryDirectory(prefix="bench-scorer-")
         kept, database = database, Path(copy.name) / database.name
-        shutil.copyfile(kept, database)
+        for suffix in ("", "-wal"):  # what is committed but not yet checkpointed is in the -wal file
+            if Path(f"{kept}{suffix}").exists():
+                shutil.copyfile(f"{kept}{suffix}", f"{database}{suffix}")
         if scorer_folder(kept).exists():
             shutil.copytree(scorer_folder(kept), scorer_folder(database))
     store = await build(database, args.papers, clock)
