@@ -56,6 +56,15 @@ def child_peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 
 
+def copy_kept(kept: Path, database: Path) -> None:
+    """The kept store (with its -wal file: what is committed but not checkpointed) and scorer folder, copied."""
+    for suffix in ("", "-wal"):
+        if Path(f"{kept}{suffix}").exists():
+            shutil.copyfile(f"{kept}{suffix}", f"{database}{suffix}")
+    if scorer_folder(kept).exists():
+        shutil.copytree(scorer_folder(kept), scorer_folder(database))
+
+
 def topic_queries(count: int, seed: int = 3) -> list[str]:
     """Queries as selective as real topics (~0.5-2% of papers): two words of middling frequency. (The corpus
     has no fields to learn: a scorer can only learn the words themselves, which is enough to time it.)"""
@@ -89,11 +98,7 @@ async def main() -> None:
     ):  # the kept store is only read (copied); without one, the copy is built in the temporary folder
         copy = tempfile.TemporaryDirectory(prefix="bench-scorer-")
         kept, database = database, Path(copy.name) / database.name
-        for suffix in ("", "-wal"):  # what is committed but not yet checkpointed is in the -wal file
-            if Path(f"{kept}{suffix}").exists():
-                shutil.copyfile(f"{kept}{suffix}", f"{database}{suffix}")
-        if scorer_folder(kept).exists():
-            shutil.copytree(scorer_folder(kept), scorer_folder(database))
+        copy_kept(kept, database)
     store = await build(database, args.papers, clock)
     folder = scorer_folder(database)
     if args.fresh:
