@@ -93,9 +93,8 @@ async def main() -> None:
     clock = FakeClock(datetime.fromtimestamp(NOW_SECONDS, UTC))
     database = OUT / f"history-{args.papers}.sqlite3"
     copy = None
-    if (
-        args.copy
-    ):  # the kept store is only read (copied); without one, the copy is built in the temporary folder
+    # --copy: the kept store is only read (copied); without one, the copy is built in the temporary folder
+    if args.copy:
         copy = tempfile.TemporaryDirectory(prefix="bench-scorer-")
         kept, database = database, Path(copy.name) / database.name
         copy_kept(kept, database)
