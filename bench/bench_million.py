@@ -9,6 +9,13 @@ ready-to-answer after a first start (every catalog topic's history to match, in 
 restart; the first response of another member's /topics while one runs the most expensive /search or /follow
 (two clients at once); p50/p95 of every command over a mix of 1,000 commands; and the bot's resident memory
 after that mix. Prints a markdown table.
+
+Memory is measured on `python -m bot` in a process of its own, with a trained scorer model loaded: the store's
+copy gets the model bench/bench_scorer.py trained on its 100,000-paper store (50 scored topics, the
+`scorer_models` row of bench/out/history-100000.sqlite3: run `python bench/bench_scorer.py --papers 100000`
+once to make it). `--bot-checkout LABEL=PATH` (repeatable) runs that mix against the bot of each checkout in
+turn, on the same store, so two releases are compared side by side in one run; `--memory-only` skips the
+latency measures.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import asyncio
 import os
 import random
 import shutil
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -49,6 +57,8 @@ GOAL_P95_MS = 300
 GOAL_CONCURRENT_MS = 200
 GOAL_READY_S = 3.0
 GOAL_RSS_MIB = 250
+# The trained scorer model the memory runs load (bench/bench_scorer.py --papers 100000 writes it).
+MODEL_SOURCE = OUT / "history-100000.sqlite3"
 
 
 def rss_mib(pid: int | str = "self", field: str = "VmRSS") -> float:
@@ -57,6 +67,40 @@ def rss_mib(pid: int | str = "self", field: str = "VmRSS") -> float:
         if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def memory_map(pid: int | str = "self") -> dict[str, float]:
+    """A process's resident memory by kind (/proc/<pid>/smaps_rollup), in MiB: anonymous (the heap: Python's
+    objects, malloc's arenas, NumPy's arrays) against file-backed (code, mapped files)."""
+    found: dict[str, float] = {}
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        name, _, rest = line.partition(":")
+        if name in ("Rss", "Anonymous", "Pss_File", "Shared_Clean", "Private_Clean"):
+            found[name] = int(rest.split()[0]) / 1024
+    return found
+
+
+def install_model(database: Path) -> None:
+    """Give the store's copy a trained scorer model: bench_scorer's 50 topics on its 100,000-paper store (the
+    bot reads it at start as any deployment's; its topic keys are that store's, so here they score no topic,
+    but the model is read and held as a deployment's)."""
+    if not MODEL_SOURCE.exists():
+        raise SystemExit(
+            f"no trained model at {MODEL_SOURCE}: run `python bench/bench_scorer.py --papers 100000`"
+        )
+    source = sqlite3.connect(f"file:{MODEL_SOURCE}?mode=ro", uri=True)
+    try:
+        row = source.execute("SELECT name, format, model, trained_at FROM scorer_models").fetchone()
+    finally:
+        source.close()
+    if row is None:
+        raise SystemExit(f"{MODEL_SOURCE} holds no model: run `python bench/bench_scorer.py --papers 100000`")
+    target = sqlite3.connect(database)
+    try:
+        with target:
+            target.execute("INSERT OR REPLACE INTO scorer_models VALUES (?, ?, ?, ?)", row)
+    finally:
+        target.close()
 
 
 def p95(values: list[float]) -> float:
@@ -76,11 +120,19 @@ class Result:
     rss_fakes: float = 0.0  # the process before the bot started: Python, the loopback servers
     rss_before: float = 0.0
     rss_after: float = 0.0
-    # `python -m bot` as its own process, the loopback servers in this one: the bot's memory alone
-    bot_rss_start: float = 0.0  # answering, its catalog history matched
-    bot_rss_after: float = 0.0  # after the mix
-    bot_rss_peak: float = 0.0
+    # `python -m bot` as its own process, the loopback servers in this one: the bot's memory alone, per checkout
+    bots: dict[str, BotMemory] = field(default_factory=dict)
     search_words: str = ""
+
+
+@dataclass
+class BotMemory:
+    start: float = 0.0  # answering, its catalog history matched, the scorer model read
+    after: float = 0.0  # after the mix
+    peak: float = 0.0
+    kinds: dict[str, float] = field(default_factory=dict)  # after the mix, by kind (memory_map)
+    load: float = 0.0  # the machine's load average (1 min) when the mix ended
+    timings: dict[str, list[float]] = field(default_factory=dict)  # the mix's, command -> ms
 
 
 async def papers_only(size: int) -> Path:
@@ -139,7 +191,13 @@ async def pick_words(store_path: Path, size: int) -> dict[str, str]:
 
 
 async def one_size(
-    size: int, mix: int, fakes: Fakes, discord: LoopbackDiscord, arxiv: LoopbackArxiv
+    size: int,
+    mix: int,
+    fakes: Fakes,
+    discord: LoopbackDiscord,
+    arxiv: LoopbackArxiv,
+    checkouts: dict[str, Path],
+    memory_only: bool = False,
 ) -> Result:
     result = Result(size)
     pristine = await papers_only(size)
@@ -152,10 +210,18 @@ async def one_size(
     a, b = Client(fakes, discord, guild, channel, alice), Client(fakes, discord, guild, channel, bob)
     clock = FakeClock(datetime.fromtimestamp(NOW_SECONDS, UTC))
     result.rss_fakes = rss_mib()
-    with tempfile.TemporaryDirectory(dir=OUT) as tmp:
+    # The copy goes to the temporary folder: bench/out holds the pristine stores only.
+    with tempfile.TemporaryDirectory(prefix="bench-million-") as tmp:
         folder = Path(tmp)
         shutil.copyfile(pristine, folder / "paperwatch.sqlite3")
-        for first_start in (True, False):
+        if memory_only:  # the topics the mix asks about, followed before the model is there (no retraining)
+            async with running_paperbot(folder, discord, arxiv, clock=clock) as bot:
+                assert bot.history_task is not None
+                await bot.history_task
+                await a.run("follow", topic="RL Post-Training")
+                await a.run("follow", topic="Mid", query=words["mid"])
+                await bot.ctx.match_history()
+        for first_start in () if memory_only else (True, False):
             began = time.perf_counter()
             async with running_paperbot(folder, discord, arxiv, clock=clock) as bot:
                 await b.run("topics")
@@ -175,21 +241,26 @@ async def one_size(
                 result.rss_before = rss_mib()
                 await command_mix(result, a, words, mix, size)
                 result.rss_after = rss_mib()
-        await bot_process(result, folder, mix, a, words, discord, arxiv)
+        install_model(folder / "paperwatch.sqlite3")
+        for label, checkout in checkouts.items():
+            result.bots[label] = await bot_process(
+                result.size, checkout, folder, mix, a, words, discord, arxiv
+            )
     return result
 
 
 async def bot_process(
-    result: Result,
+    size: int,
+    checkout: Path,
     folder: Path,
     mix: int,
     a: Client,
     words: dict[str, str],
     discord: LoopbackDiscord,
     arxiv: LoopbackArxiv,
-) -> None:
-    """The same mix against `python -m bot` in a process of its own (on the store the runs above left), whose
-    resident memory is then the bot's alone."""
+) -> BotMemory:
+    """The same mix against `python -m bot` of `checkout` in a process of its own (on the store the runs above
+    left, with a trained scorer model), whose resident memory is then the bot's alone."""
     env = {
         **{k: v for k, v in os.environ.items() if not k.endswith(("_PROXY", "_proxy"))},
         "DISCORD_TOKEN": discord.token,
@@ -200,11 +271,12 @@ async def bot_process(
         "ARXIV_RSS_URL": arxiv.rss_url,
         "ARXIV_MIN_INTERVAL_SECONDS": "0",
         "LOG_LEVEL": "WARNING",
-        "PYTHONPATH": str(ROOT),  # this checkout's bot, wherever the process starts
+        "PYTHONPATH": str(checkout),  # that checkout's bot, wherever the process starts
     }
     identified = await a.fakes.call(lambda: discord.identify_count)
     synced = await a.fakes.call(lambda: len(discord.requests_to("PUT", "/applications/*/commands")))
-    with (OUT / f"bot-{result.size}.log").open("wb") as log:
+    memory = BotMemory()
+    with (folder / f"bot-{size}.log").open("ab") as log:
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "bot", env=env, cwd=folder, stdout=log, stderr=asyncio.subprocess.STDOUT
         )
@@ -218,14 +290,20 @@ async def bot_process(
         )
         await a.run("topics")
         await a.run("status")
-        result.bot_rss_start = rss_mib(proc.pid)
-        timings = Result(result.size)
-        await command_mix(timings, a, words, mix, result.size)
-        result.bot_rss_after = rss_mib(proc.pid)
-        result.bot_rss_peak = rss_mib(proc.pid, "VmHWM")
+        memory.start = rss_mib(proc.pid)
+        timings = Result(size)
+        await command_mix(timings, a, words, mix, size)
+        memory.timings = timings.timings
+        memory.after = rss_mib(proc.pid)
+        memory.peak = rss_mib(proc.pid, "VmHWM")
+        memory.kinds = memory_map(proc.pid)
+        memory.load = os.getloadavg()[0]
     finally:
         proc.terminate()
         await proc.wait()
+    if proc.returncode not in (0, -15):
+        raise SystemExit(f"the bot process ended with {proc.returncode}: see {folder / f'bot-{size}.log'}")
+    return memory
 
 
 async def concurrency(result: Result, a: Client, b: Client, words: dict[str, str]) -> None:
@@ -272,6 +350,9 @@ async def command_mix(result: Result, a: Client, words: dict[str, str], count: i
 
 
 def report(results: list[Result], args: argparse.Namespace) -> None:
+    if args.memory_only:
+        memory_report(results, args)
+        return
     sizes = [f"{r.size:,} papers" for r in results]
     print(f"\n`python bench/bench_million.py --sizes {' '.join(map(str, args.sizes))} --mix {args.mix}`\n")
     print(f"| measure | {' | '.join(sizes)} | goal |")
@@ -311,30 +392,87 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
         [f"{r.rss_after:.0f} MiB ({r.rss_before:.0f}; {r.rss_fakes:.0f})" for r in results],
         "- (the loopback servers included)",
     )
-    row(
-        f"`python -m bot` in its own process: resident memory after {args.mix} mixed commands (at start; peak)",
-        [f"{r.bot_rss_after:.0f} MiB ({r.bot_rss_start:.0f}; {r.bot_rss_peak:.0f})" for r in results],
-        f"<= {GOAL_RSS_MIB} MiB",
-    )
+    memory_rows(results, args, row)
     print()
     for r in results:
         print(f"- {r.size:,} papers: {r.search_words}")
 
 
-async def main() -> None:
+def memory_report(results: list[Result], args: argparse.Namespace) -> None:
+    sizes = [f"{r.size:,} papers" for r in results]
+    print(
+        f"\n`python bench/bench_million.py --memory-only --sizes {' '.join(map(str, args.sizes))} --mix {args.mix}`\n"
+    )
+    print(f"| measure | {' | '.join(sizes)} | goal |")
+    print(f"|---|{'---:|' * len(results)}---|")
+
+    def row(label: str, values: list[str], goal: str) -> None:
+        print(f"| {label} | {' | '.join(values)} | {goal} |")
+
+    memory_rows(results, args, row)
+    print("\nThe mix's p95 in each bot process (ms), to compare the checkouts' speed in the same run:\n")
+    labels = list(args.checkouts)
+    print(f"| command | {' | '.join(f'{label}, {r.size:,}' for r in results for label in labels)} |")
+    print(f"|---|{'---:|' * len(results) * len(labels)}")
+    commands = list(dict.fromkeys(c for r in results for m in r.bots.values() for c in m.timings))
+    for command in commands:
+        values = [r.bots[label].timings.get(command, []) for r in results for label in labels]
+        print(f"| {command} | {' | '.join(f'{p95(t):.0f}' if t else '-' for t in values)} |")
+
+
+def memory_rows(
+    results: list[Result], args: argparse.Namespace, row: Callable[[str, list[str], str], None]
+) -> None:
+    """The bot process's memory, a row per checkout (their runs one after the other, on the same store)."""
+    for label in args.checkouts:
+        row(
+            f"`python -m bot` ({label}), a trained scorer model loaded: resident memory after {args.mix} mixed "
+            "commands (at start; peak) [anonymous / file-backed after; load average]",
+            [
+                f"{m.after:.0f} MiB ({m.start:.0f}; {m.peak:.0f}) "
+                f"[{m.kinds.get('Anonymous', 0):.0f} / {m.kinds.get('Rss', 0) - m.kinds.get('Anonymous', 0):.0f};"
+                f" {m.load:.1f}]"
+                for r in results
+                for m in [r.bots[label]]
+            ],
+            f"<= {GOAL_RSS_MIB} MiB",
+        )
+
+
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 1_000_000])
     parser.add_argument("--mix", type=int, default=1000, help="mixed commands timed per size")
+    parser.add_argument(
+        "--bot-checkout",
+        action="append",
+        default=[],
+        metavar="LABEL=PATH",
+        help="run the bot process's mix with the bot of this checkout (repeat to compare; default: this one)",
+    )
+    parser.add_argument("--memory-only", action="store_true", help="the bot process's memory only")
     args = parser.parse_args()
+    args.checkouts = {"this checkout": ROOT} if not args.bot_checkout else {}
+    for given in args.bot_checkout:
+        label, _, path = given.partition("=")
+        args.checkouts[label] = Path(os.path.abspath(path))
+    return args
+
+
+async def main() -> None:
+    args = parse_args()
+    print(f"load average at start: {os.getloadavg()[0]:.1f}", file=sys.stderr)
     fakes = Fakes()
     discord = await fakes.run(lambda: LoopbackDiscord(timeout=600).__aenter__())
     arxiv = await fakes.run(lambda: LoopbackArxiv([]).__aenter__())
     results = []
     try:
         for size in args.sizes:
-            results.append(await one_size(size, args.mix, fakes, discord, arxiv))
+            results.append(
+                await one_size(size, args.mix, fakes, discord, arxiv, args.checkouts, args.memory_only)
+            )
             print(f"  {size:,} papers measured", file=sys.stderr)
     finally:
         await fakes.run(lambda: arxiv.__aexit__(None, None, None))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import gc
 import logging
 import signal
@@ -60,9 +61,15 @@ class PaperBot(commands.Bot):
     ) -> None:
         # paperwatch never joins a voice channel: discord.py's warnings about voice libraries are noise.
         discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False
+        # Slash commands and buttons bring their own payloads (the member, the message clicked): the bot needs
+        # the servers and their channels (GUILDS) and nothing else of the gateway. Channels' messages (which
+        # discord.py kept, 1,000 of them, for events the bot never handles), members and voice states are
+        # neither asked for nor kept.
         super().__init__(
             command_prefix=commands.when_mentioned,  # slash commands only; no message content intent
-            intents=discord.Intents.default(),
+            intents=discord.Intents(guilds=True),
+            max_messages=None,
+            member_cache_flags=discord.MemberCacheFlags.none(),
             allowed_mentions=discord.AllowedMentions.none(),  # a title saying @everyone pings no one
             chunk_guilds_at_startup=False,
             **client_options,
@@ -184,8 +191,26 @@ def discord_api_base() -> str:
     return without_credentials(str(discord.http.Route.BASE))
 
 
+M_ARENA_MAX = -8  # glibc's mallopt() parameter: how many malloc arenas threads may spread over
+MALLOC_ARENAS = 2
+
+
+def share_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
+    """Let the process's threads share `arenas` malloc arenas (glibc gives up to 8 per core, one per thread
+    that allocates while another holds one): the bot's threads (one per SQLite connection, asyncio's workers)
+    each kept freed memory in an arena of its own. Measured at 1M papers: 5-7 MiB less resident memory after
+    bench_million's mix. Call before any thread starts (what MALLOC_ARENA_MAX=2 does, from inside). Returns
+    whether it applied (False off glibc)."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        return bool(libc.mallopt(M_ARENA_MAX, arenas))
+    except (OSError, AttributeError):  # not glibc: its own allocator, nothing to set
+        return False
+
+
 def run_bot(settings: Settings, token: str) -> int:
     """Run until SIGINT or SIGTERM, then stop cleanly: the post in flight finishes, the rest stays queued."""
+    share_malloc_arenas()
     point_discord_at(settings)
     bot: PaperBot | None = None
 

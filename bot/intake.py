@@ -98,7 +98,7 @@ class Intake:
         return await asyncio.to_thread(self.scorer.server_verdicts, papers)
 
     async def _scored(self, papers: Sequence[Paper]) -> dict[str, set[int]]:
-        """arxiv id -> topics whose learned scorer suggests the paper, computed in a worker thread."""
+        """arxiv id -> topics whose learned scorer suggests the paper (scored in the scorer's own process)."""
         if self.scorer is None or self.scorer.needs_training or not papers:
             return {}
-        return await asyncio.to_thread(self.scorer.suggest, papers, self.index.queries())
+        return await self.scorer.suggest(papers, self.index.queries())

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import gc
+import json
 import socket
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import discord as discord_py
 import pytest
 
 from bot.clock import FakeClock
 from bot.loopback.arxiv import LoopbackArxiv
+from bot.loopback.discord import VIEW_CHANNEL
+from bot.loopback.discord.records import SEND_MESSAGES, USE_APPLICATION_COMMANDS
 from bot.loopback.harness import running_paperbot
 from bot.scheduler import Scheduler
 from tests.fakes.checked_discord import FakeDiscord
@@ -40,6 +46,29 @@ async def test_starts_with_catalog_and_commands(
             "CardsCog",
             "SavedCog",
         }
+    assert discord.violations == []
+
+
+async def test_the_bot_asks_discord_for_no_message_events_and_keeps_no_messages(
+    tmp_path: Path, fakes: tuple[FakeDiscord, LoopbackArxiv]
+) -> None:
+    """Slash commands and buttons bring their own payloads: the messages of every channel, which discord.py
+    kept (1,000 of them) for events the bot never handles, are neither asked for nor kept."""
+    discord, arxiv = fakes
+    guild = discord.add_guild("Lab")
+    channel = discord.add_text_channel(guild, "papers")
+    member = discord.add_member(
+        guild, "ann", permissions=VIEW_CHANNEL | SEND_MESSAGES | USE_APPLICATION_COMMANDS
+    )
+    async with running_paperbot(tmp_path, discord, arxiv) as bot:
+        posted = bot.get_channel(channel.id)
+        assert isinstance(posted, discord_py.TextChannel)
+        await posted.send("a card")  # in a channel: its MESSAGE_CREATE comes to a bot that asks for them
+        answered = await discord.invoke(guild, channel, member, "topics", [])
+        await answered.wait_response()  # an event after it was handled: the message's would have been too
+        assert list(bot.cached_messages) == []
+    [intents] = [entry[1] for entry in discord.gateway_log if entry[0] == "IDENTIFY"]
+    assert intents == discord_py.Intents(guilds=True).value
     assert discord.violations == []
 
 
@@ -112,3 +141,51 @@ async def test_the_poll_job_refuses_to_poll_arxiv_without_a_real_contact(
         f"poll not run: {state.last_error}"
     ]
     assert bot.ctx.arxiv_requests_sent == 0
+
+
+ARENAS = """
+import ctypes, json, re, threading
+from bot.app import share_malloc_arenas
+
+applied = share_malloc_arenas()
+libc = ctypes.CDLL("libc.so.6")
+libc.malloc.restype = ctypes.c_void_p
+libc.free.argtypes = [ctypes.c_void_p]
+start, done = threading.Barrier(9), threading.Barrier(9)
+
+def allocate():  # allocating at once, as SQLite's threads do: each would get an arena of its own
+    start.wait()
+    blocks = [libc.malloc(4096) for _ in range(2000)]
+    done.wait()
+    for block in blocks:
+        libc.free(block)
+
+threads = [threading.Thread(target=allocate) for _ in range(8)]
+for thread in threads:
+    thread.start()
+start.wait()
+done.wait()
+for thread in threads:
+    thread.join()
+buffer, size = ctypes.c_char_p(), ctypes.c_size_t()
+libc.open_memstream.restype = ctypes.c_void_p
+stream = libc.open_memstream(ctypes.byref(buffer), ctypes.byref(size))
+libc.malloc_info(0, ctypes.c_void_p(stream))
+libc.fclose(ctypes.c_void_p(stream))
+print(json.dumps({"applied": applied, "arenas": len(re.findall(r"<heap nr=", buffer.value.decode()))}))
+"""
+
+
+def test_the_bots_threads_share_two_malloc_arenas() -> None:
+    """Eight threads allocating at once in a fresh process spread over two malloc arenas, not nine."""
+    done = subprocess.run(
+        [sys.executable, "-c", ARENAS],
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["applied"] and report["arenas"] <= 2

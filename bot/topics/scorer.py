@@ -25,9 +25,10 @@ unmatched sample is counted as negative although it holds the very papers the qu
 is conservative. A topic with fewer than MIN_POSITIVES positives, or whose scorer never reaches the target
 precision with enough support, stays query-only and says why (`TopicScorer.status`, `.why`).
 
-This module is what the bot's own process needs to score papers (NumPy and SciPy, never scikit-learn); the
-training and the calibration are bot/topics/scorer_fit.py's, run in a child process (bot/topics/scorer_jobs.py).
-Everything here is CPU-bound and synchronous: callers run it in a worker thread.
+This module is what scoring needs (NumPy and SciPy, never scikit-learn); the training and the calibration are
+bot/topics/scorer_fit.py's. Both run in child processes (bot/topics/scorer_jobs.py): the bot's own process holds
+each topic's status and threshold, and the featurizer, but no weights (bot/topics/scorer_store.py `load`).
+Everything here is CPU-bound and synchronous.
 """
 
 from __future__ import annotations
@@ -209,7 +210,8 @@ class TopicScorer:
 
     @property
     def scored(self) -> bool:
-        return self.status == "scored" and self.coef is not None
+        """Whether the topic has a trained scorer (its weights may be held by the scoring process only)."""
+        return self.status == "scored"
 
     def decision(self, features: sp.csr_matrix) -> np.ndarray:
         if self.coef is None:
@@ -217,8 +219,9 @@ class TopicScorer:
         return self.coef.dot(features) + self.intercept
 
     def suggests(self, features: sp.csr_matrix) -> np.ndarray:
-        """Per row: does the scorer put it at or above the threshold (always False when query-only)."""
-        if not self.scored:
+        """Per row: does the scorer put it at or above the threshold (always False when query-only, or read
+        without its weights)."""
+        if not self.scored or self.coef is None:
             return np.zeros(features.shape[0], dtype=bool)
         return self.decision(features) >= self.threshold
 

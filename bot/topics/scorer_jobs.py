@@ -1,15 +1,17 @@
-"""The scorer's CPU work, as jobs for its child process (bot/topics/scorer_worker.py).
+"""The scorer's CPU work, as jobs for its child processes (bot/topics/scorer_worker.py).
 
 Each job is a module-level function of plain arguments: paths to files the bot wrote (the papers' texts, each
 topic's training inputs), the featurizer (its IDF, 1 MiB) and the feature rows' chunk list. What a job makes
-goes to files too (feature chunks, the model), so nothing large crosses between the processes. scikit-learn is
-imported inside `train` only, by the child: the bot's process imports this module to name the jobs, and must
-stay without it.
+goes to files too (feature chunks, the model), so nothing large crosses between the processes (a page of new
+papers to score is the exception: its texts go as arguments, a few MB). scikit-learn is imported inside `train`
+only, by the child: the bot's process imports this module to name the jobs, and must stay without it; it does
+not read the model's weights either (`suggest` does, in the child).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -18,6 +20,8 @@ import numpy as np
 from bot.topics import scorer_store
 from bot.topics.scorer import Example, Featurizer, ScorerSet, TopicInput, TopicScorer
 from bot.topics.scorer_features import Chunk, FeatureFile
+
+log = logging.getLogger(__name__)
 
 TRAIN_GROUP = 10  # topics trained (and scanned) per pass over the feature rows: bounds the memory it takes
 TEXT_BATCH = 5_000  # texts featurized at once
@@ -148,3 +152,31 @@ def scan_rows(
                 flags[sampled] = [k in scorer.held_out_suggestions for k in sampled_ids]
             found[key].extend(ids[flags].tolist())
     return found
+
+
+# The model a scoring child read last, by (path, modification time, size): a child scores page after page (a
+# backfill's) with one read of the model; a new training replaces the file, and the next page reads it again.
+_held: tuple[tuple[str, int, int], ScorerSet | None] | None = None
+
+
+def _model(path: Path) -> ScorerSet | None:
+    global _held
+    stat = path.stat()  # a missing file raises: the caller's page fails and is scored again
+    key = (str(path), stat.st_mtime_ns, stat.st_size)
+    if _held is None or _held[0] != key:
+        _held = None  # the old model goes before the new one is read: one in memory at a time
+        _held = (key, scorer_store.load(path))
+    return _held[1]
+
+
+def suggest(model: Path, texts: Sequence[str], queries: Mapping[str, str]) -> dict[str, list[int]]:
+    """Per topic key (of `queries`: key -> its current query), the rows of `texts` its scorer puts at or above
+    its threshold (only topics the model scores beside that query)."""
+    scorers = _model(model)
+    if scorers is None:  # unreadable (logged by load): the next training writes another
+        return {}
+    if not any(scorers.status(key, query).scored for key, query in queries.items()):
+        return {}
+    features = scorers.featurizer.transform(texts)
+    flags = scorers.suggestions(features, queries)
+    return {key: np.flatnonzero(rows).tolist() for key, rows in flags.items() if rows.any()}

@@ -85,10 +85,12 @@ def write_blob(blob: bytes, path: Path) -> None:
     os.replace(partial, path)
 
 
-def load(path: Path) -> ScorerSet | None:
-    """The scorers saved at `path`; None (logged) when the file is missing, damaged or of another format."""
+def load(path: Path, *, weights: bool = True) -> ScorerSet | None:
+    """The scorers saved at `path`; None (logged) when the file is missing, damaged or of another format.
+    Without `weights`, each topic's status, threshold and the featurizer only: what the bot's own process
+    needs (the scoring process reads the weights, 25 MiB for 50 dense topics; the sampled ids neither)."""
     try:
-        return _load(path)
+        return _load(path, weights)
     except FileNotFoundError:
         log.debug("no scorer model at %s yet: it will be trained", path)
     except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, EOFError) as exc:
@@ -96,7 +98,7 @@ def load(path: Path) -> ScorerSet | None:
     return None
 
 
-def _load(path: Path) -> ScorerSet:
+def _load(path: Path, weights: bool) -> ScorerSet:
     with np.load(path, allow_pickle=False) as arrays:
         header = json.loads(str(arrays["header"]))
         if header.get("format") not in READABLE or header.get("n_features") != N_FEATURES:
@@ -106,11 +108,13 @@ def _load(path: Path) -> ScorerSet:
             raise ValueError("the IDF has the wrong shape")
         scorers = ScorerSet(
             Featurizer(idf, int(header["documents"]), int(header["top_terms"])),
-            trained_on=frozenset(arrays["trained_on"].tolist()),
+            trained_on=frozenset(arrays["trained_on"].tolist()) if weights else frozenset(),
         )
         for entry in header["topics"].values():
             coef = None
-            if entry["weights"] is not None and entry.get("dense"):
+            if not weights:
+                pass
+            elif entry["weights"] is not None and entry.get("dense"):
                 dense = arrays[entry["weights"] + "_dense"]
                 if dense.shape != (N_FEATURES,) or not np.all(np.isfinite(dense)):
                     raise ValueError("a topic's weights are damaged")
@@ -136,6 +140,6 @@ def _load(path: Path) -> ScorerSet:
                 negatives=int(entry["negatives"]),
                 estimated_precision=entry["estimated_precision"],
                 estimated_recall=entry["estimated_recall"],
-                held_out_suggestions=frozenset(entry["held_out_suggestions"]),
+                held_out_suggestions=frozenset(entry["held_out_suggestions"]) if weights else frozenset(),
             )
     return scorers

@@ -9,15 +9,16 @@ kept beside the database (`scorer_folder`, a local cache rebuilt from the store)
   topic's query matches (the tree rule: a catalog topic learns from its descendants' matches too), its
   labelled examples (bot/topics/labels for catalog topics, plus `extra_examples`, the entry point for members'
   ratings) and its definition, trains, writes the model into the store, and swaps it in;
-- `suggest()` scores new papers against every scored topic (CPU-bound: call it in a worker thread);
+- `suggest()` scores new papers against every scored topic (in a child process of its own);
 - `scan_history()` lists the stored papers a topic's scorer suggests (a new topic's history scan).
 
 The CPU work of training (fitting the IDF, featurizing the history, fitting and calibrating the models, scanning
 the history with them) runs in a child process (bot/topics/scorer_worker.py, the jobs of
 bot/topics/scorer_jobs.py): scikit-learn is never imported into the bot's process, and what a training takes
 is given back when it ends. This module reads the store and hands the child files; a child that dies leaves
-the previous model in use, logged, and the next training starts another. Scoring new papers is NumPy's, in a
-worker thread: nothing here runs on the event loop.
+the previous model in use, logged, and the next training starts another. Scoring new papers runs in a child
+too (`scoring_worker`, ended when idle): the bot's process reads each topic's status and threshold and the
+featurizer, never the weights (25 MiB for 50 topics), so its memory does not grow with the model.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ from bot.topics.scorer import (
 from bot.topics.scorer_features import CHUNK_ROWS, FeatureFile
 from bot.topics.scorer_jobs import TRAIN_GROUP
 from bot.topics.scorer_ratings import ANCHORS, RatedText, RatingView
-from bot.topics.scorer_worker import ScorerProcessDied, ScorerWorker, shared_worker
+from bot.topics.scorer_worker import ScorerProcessDied, ScorerWorker, scoring_worker, shared_worker
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +101,7 @@ class LearnedScorer:
         labels: Path | None = None,
         clock: Clock | None = None,
         worker: ScorerWorker | None = None,
+        scoring: ScorerWorker | None = None,
     ) -> None:
         self.store = store
         self.folder = folder  # None: no folder beside the database (tests, the demo)
@@ -110,7 +112,8 @@ class LearnedScorer:
             weakref.finalize(self, shutil.rmtree, self.work, True)
         else:
             self.work = folder
-        self.worker = worker or shared_worker
+        self.worker = worker or shared_worker  # training, featurizing, scanning the history
+        self.scoring = scoring or scoring_worker  # scoring new papers
         self.catalog = list(catalog)
         self.labels_folder = labels  # the catalog's labelled examples (bot/topics/labels), read when training
         self.clock = clock or SystemClock()
@@ -155,7 +158,7 @@ class LearnedScorer:
             await asyncio.to_thread(scorer_store.write_blob, stored.model, self._model)
         elif not self._model.exists():
             return
-        self.scorers = await asyncio.to_thread(scorer_store.load, self._model)
+        self.scorers = await asyncio.to_thread(scorer_store.load, self._model, weights=False)
         if self.scorers is None:
             return
         if stored is None:  # the file of an earlier release: every process reads the store's from now on
@@ -210,7 +213,7 @@ class LearnedScorer:
             scorer_jobs.train, featurizer, self.features.folder, inputs, self._model, keep_others=keep_others
         )
         await asyncio.to_thread(inputs.unlink, missing_ok=True)
-        scorers = await asyncio.to_thread(scorer_store.load, self._model)
+        scorers = await asyncio.to_thread(scorer_store.load, self._model, weights=False)
         if scorers is None:  # written a moment ago: unreadable only if the disk failed
             log.error(
                 "the scorer model just trained at %s is unreadable: the previous one stays", self._model
@@ -351,18 +354,24 @@ class LearnedScorer:
             )
         return found
 
-    def suggest(self, papers: Sequence[Paper], topics: Mapping[int, str]) -> dict[str, set[int]]:
+    async def suggest(self, papers: Sequence[Paper], topics: Mapping[int, str]) -> dict[str, set[int]]:
         """arxiv id -> ids of the topics (of `topics`: id -> current query) whose scorer puts the paper at or
-        above its threshold. CPU-bound: run it in a worker thread."""
-        scorers = self.scorers
-        if scorers is None or not papers:
+        above its threshold, scored in the scoring child process. Raises ScorerProcessDied when that process
+        dies: the caller's work (a poll) fails whole and is done again, nothing lost."""
+        scored = {str(k): q for k, q in topics.items() if self.status(k, q).scored}
+        if not scored or not papers:
             return {}
-        features = scorers.featurizer.transform([paper_text(p.title, p.abstract) for p in papers])
+        if not await asyncio.to_thread(self._model.exists):  # the local copy removed: the store has it
+            stored = await self.store.scorer_models.get()
+            if stored is None:
+                return {}
+            await asyncio.to_thread(scorer_store.write_blob, stored.model, self._model)
+        texts = [paper_text(p.title, p.abstract) for p in papers]
+        rows = await self.scoring.run(scorer_jobs.suggest, self._model, texts, scored)
         found: dict[str, set[int]] = {}
-        flags = scorers.suggestions(features, {str(k): q for k, q in topics.items()})
-        for key, rows in flags.items():
-            for i in np.flatnonzero(rows):
-                found.setdefault(papers[int(i)].arxiv_id, set()).add(int(key))
+        for key, numbers in rows.items():
+            for i in numbers:
+                found.setdefault(papers[i].arxiv_id, set()).add(int(key))
         return found
 
     async def refresh(self, topic_ids: Collection[int] | None = None) -> dict[int, int]:

@@ -117,3 +117,6 @@ class ScorerWorker:
 
 IDLE_SECONDS = 30.0
 shared_worker = ScorerWorker(IDLE_SECONDS)  # the default of every LearnedScorer in a process
+# Scoring new papers runs in a child of its own: a poll's page never waits behind a training (a minute at 1M
+# papers), and the bot's process holds no weights. Between polls no child is left running.
+scoring_worker = ScorerWorker(IDLE_SECONDS)

@@ -118,7 +118,7 @@ async def test_a_restart_mid_match_resumes_it_and_a_paper_polled_meanwhile_is_po
     guild = discord.add_guild("Lab")
     channel = discord.add_text_channel(guild, "papers")
     admin = discord.add_member(guild, "admin", permissions=ALL_PERMISSIONS)
-    count = 2 * HISTORY_BATCH + 500
+    count = 8 * HISTORY_BATCH + 500  # batches enough that the stop below lands midway
     new = make_paper(39_999, title="Tapir calves in the wild", published=clock.now() - timedelta(minutes=30))
     async with running_paperbot(tmp_path, discord, arxiv, clock=clock) as bot:
         await stored_history(bot, tapirs(clock, count))

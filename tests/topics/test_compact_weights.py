@@ -13,42 +13,13 @@ import pytest
 
 from bot.store import Store
 from bot.topics import scorer_store
-from bot.topics.catalog import find_topic, load_catalog
-from bot.topics.relevance import DEFAULT_LABELS, load_labels
-from bot.topics.scorer import N_FEATURES, Featurizer, ScorerSet, paper_text
-from bot.topics.scorer_fit import TrainingSet, _fit, train_topic
+from bot.topics.scorer import N_FEATURES
+from bot.topics.scorer_fit import _fit
+from tests.topics.scorer_helpers import trained_on_labels
 
-TOPICS = ["RL Post-Training", "LLM Agent Training"]
 TOLERANCE = (
     2e-3  # on the decision function: measured up to 1.4e-3; the nearest paper sits 0.19 from a threshold
 )
-
-
-def trained_on_labels() -> tuple[ScorerSet, dict[str, TrainingSet], np.ndarray]:
-    """Each topic trained on its labelled papers (positives as matches, negatives as the sampled history)."""
-    catalog = load_catalog()
-    labels = load_labels(DEFAULT_LABELS, catalog)
-    ids = list(labels.papers)
-    texts = [paper_text(labels.papers[i].title, labels.papers[i].abstract) for i in ids]
-    featurizer = Featurizer.fit(texts)
-    rows = featurizer.transform(texts)
-    row_of = {arxiv_id: n for n, arxiv_id in enumerate(ids)}
-    scorers, sets = ScorerSet(featurizer), {}
-    for name in TOPICS:
-        topic = find_topic(catalog, name)
-        assert topic is not None
-        mine = [label for label in labels.labels if label.slug == topic.slug]
-        positives = [row_of[label.arxiv_id] for label in mine if label.belongs]
-        negatives = [row_of[label.arxiv_id] for label in mine if not label.belongs]
-        data = TrainingSet.build(
-            matched=rows[positives],
-            sampled=rows[negatives],
-            unmatched_total=len(negatives),
-            sampled_ids=[ids[n] for n in negatives],
-        )
-        scorers.topics[topic.slug] = train_topic(topic.query.text, data)
-        sets[topic.slug] = data
-    return scorers, sets, rows
 
 
 def test_float16_weights_score_as_float32_ones_and_decide_the_same_on_the_labelled_set() -> None:

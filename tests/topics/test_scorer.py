@@ -111,7 +111,7 @@ async def test_a_trained_topic_suggests_a_paper_its_query_misses(
     qec = ids["quantum-error-correction"]
     query = '"quantum error correction"'
     assert learned.status(qec, query).scored
-    suggested = learned.suggest([UNSAID, ELSEWHERE], {qec: query})
+    suggested = await learned.suggest([UNSAID, ELSEWHERE], {qec: query})
     assert suggested == {UNSAID.arxiv_id: {qec}}
     # a topic whose query matches nothing has nothing to learn from and says so
     speech = learned.status(
@@ -126,7 +126,7 @@ async def test_a_changed_query_is_query_only_until_retrained(
     learned, ids = await trained_world(store, clock, tmp_path)
     scorer = learned.status(ids["quantum-error-correction"], '"surface code"')
     assert scorer.status == "query-only" and "query changed" in scorer.why
-    assert learned.suggest([UNSAID], {ids["quantum-error-correction"]: '"surface code"'}) == {}
+    assert await learned.suggest([UNSAID], {ids["quantum-error-correction"]: '"surface code"'}) == {}
 
 
 async def test_the_history_scan_finds_stored_papers_the_query_misses(
@@ -172,7 +172,7 @@ async def test_the_model_is_reloaded_at_start(store: Store, clock: FakeClock, tm
     before = learned.status(ids["quantum-error-correction"], query)
     after = again.status(ids["quantum-error-correction"], query)
     assert after.scored and after.threshold == pytest.approx(before.threshold)
-    assert again.suggest([UNSAID, ELSEWHERE], {ids["quantum-error-correction"]: query}) == {
+    assert await again.suggest([UNSAID, ELSEWHERE], {ids["quantum-error-correction"]: query}) == {
         UNSAID.arxiv_id: {ids["quantum-error-correction"]}
     }
     assert again.features is not None and len(again.features) == len(corpus())
@@ -223,7 +223,7 @@ async def test_another_process_elsewhere_reads_the_model_from_the_store(
     elsewhere = LearnedScorer(store, tmp_path / "machine-2" / "db.sqlite3.scorer")
     await elsewhere.start()
     assert not elsewhere.needs_training and elsewhere.status(ids["quantum-error-correction"], query).scored
-    assert elsewhere.suggest([UNSAID, ELSEWHERE], {ids["quantum-error-correction"]: query}) == {
+    assert await elsewhere.suggest([UNSAID, ELSEWHERE], {ids["quantum-error-correction"]: query}) == {
         UNSAID.arxiv_id: {ids["quantum-error-correction"]}
     }
     # its feature rows are a local cache, rebuilt from the store at its first sync

@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +17,7 @@ from bot.topics.index import TopicIndex
 from bot.topics.scorer_training import LearnedScorer
 from bot.topics.scorer_worker import ScorerWorker
 from tests.topics.scorer_corpus import CATALOG, UNSAID, corpus
+from tests.topics.scorer_helpers import die
 
 ROOT = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
@@ -47,10 +46,10 @@ async def main(folder: Path) -> None:
     learned = LearnedScorer(store, folder / "db.sqlite3.scorer", catalog=topics)
     await learned.train()
     queries = {row.id: row.query for row in await store.topics.all()}
-    found = await asyncio.to_thread(learned.suggest, corpus()[:60], queries)
+    found = await learned.suggest(corpus()[:60], queries)
     again = LearnedScorer(store, folder / "db.sqlite3.scorer", catalog=topics)
     await again.start()  # a restart reads the model back
-    found_again = await asyncio.to_thread(again.suggest, corpus()[:60], queries)
+    found_again = await again.suggest(corpus()[:60], queries)
     await store.close()
     loaded = sorted({name.split(".")[0] for name in sys.modules})
     print(json.dumps({"suggested": len(found), "again": found_again == found, "modules": loaded}))
@@ -76,11 +75,6 @@ def test_the_bots_process_trains_and_scores_without_scikit_learn(tmp_path: Path)
     assert "discord" in report["modules"] and "numpy" in report["modules"]  # it did load the runtime
     assert "sklearn" not in report["modules"]
     assert "matplotlib" not in report["modules"]
-
-
-def die(*args: object, **kwargs: object) -> None:
-    """Stands for a job whose process is killed (OOM, a signal): the child ends at once, nothing returned."""
-    os.kill(os.getpid(), signal.SIGKILL)
 
 
 class KilledTraining(ScorerWorker):
@@ -114,7 +108,8 @@ async def test_a_killed_training_leaves_the_previous_model_and_the_next_one_retr
     assert learned.model_path.read_bytes() == model and await store.scorer_models.get() == stored
     assert await store.topics.suggested_among(list(ids.values()), every) == suggested
     queries = {row.id: row.query for row in await store.topics.all()}
-    assert learned.suggest([UNSAID], queries) == {UNSAID.arxiv_id: {qec}}  # scoring goes on, previous model
+    # scoring goes on, with the previous model
+    assert await learned.suggest([UNSAID], queries) == {UNSAID.arxiv_id: {qec}}
 
     learned.worker = ScorerWorker(0)
     assert await learned.refresh() == held  # the next training starts a new child
