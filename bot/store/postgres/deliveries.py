@@ -11,7 +11,7 @@ lease; the rows it left 'sending' are checked first, as after any crash, so noth
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import ClassVar
 
 from bot.errors import Unreachable
@@ -64,6 +64,22 @@ class DeliveryRepo(SharedDeliveryRepo):
         lock = self._alive.pop(worker, None)
         if lock is not None:
             await lock.release()
+
+    async def take_turn(self, now: datetime, limit: int, window: float) -> datetime | None:
+        """The window's next turn (bot/pacing.py `Turns`, here in one statement on the one row, whose lock orders
+        the processes taking turns at once): a window over starts again at `now`; a full one passes its turns to
+        the window after it."""
+        at, span = _micros(now), round(window * 1_000_000)
+        row = await self.db.fetchone(
+            "UPDATE discord_turns SET"
+            " window_start = CASE WHEN CAST(? AS BIGINT) >= window_start + ? THEN ?"
+            "  WHEN turns >= ? THEN window_start + ? ELSE window_start END,"
+            " turns = CASE WHEN CAST(? AS BIGINT) >= window_start + ? OR turns >= ? THEN 1 ELSE turns + 1 END"
+            " WHERE id = 1 RETURNING GREATEST(window_start, ?)",
+            (at, span, at, limit, span, at, span, limit, at),
+        )
+        assert row is not None, "discord_turns holds its row from migration 0010 on"
+        return datetime.fromtimestamp(row[0] / 1_000_000, UTC)
 
     async def close(self) -> None:
         """Every liveness session of this process ends (the store closes)."""
@@ -135,3 +151,8 @@ class DeliveryRepo(SharedDeliveryRepo):
                 " ON CONFLICT (channel_id) DO NOTHING",
                 (sorted({c for c, _ in rows}),),
             )
+
+
+def _micros(moment: datetime) -> int:
+    """Microseconds since the epoch (turns are a few milliseconds apart: seconds, as `to_ts` keeps, are too coarse)."""
+    return round(moment.timestamp() * 1_000_000)
