@@ -68,17 +68,18 @@ class DeliveryRepo(SharedDeliveryRepo):
     async def take_turn(self, now: datetime, limit: int, window: float) -> datetime | None:
         """The window's next turn (bot/pacing.py `Turns`, here in one statement on the one row, whose lock orders
         the processes taking turns at once): a window over starts again at `now`; a full one passes its turns to
-        the window after it."""
+        the window after it. The row is written by the first turn (and again should it be emptied)."""
         at, span = _micros(now), round(window * 1_000_000)
         row = await self.db.fetchone(
-            "UPDATE discord_turns SET"
-            " window_start = CASE WHEN CAST(? AS BIGINT) >= window_start + ? THEN ?"
-            "  WHEN turns >= ? THEN window_start + ? ELSE window_start END,"
-            " turns = CASE WHEN CAST(? AS BIGINT) >= window_start + ? OR turns >= ? THEN 1 ELSE turns + 1 END"
-            " WHERE id = 1 RETURNING GREATEST(window_start, ?)",
-            (at, span, at, limit, span, at, span, limit, at),
+            "INSERT INTO discord_turns AS t (id, window_start, turns) VALUES (1, CAST(? AS BIGINT), 1)"
+            " ON CONFLICT (id) DO UPDATE SET"
+            " window_start = CASE WHEN CAST(? AS BIGINT) >= t.window_start + ? THEN ?"
+            "  WHEN t.turns >= ? THEN t.window_start + ? ELSE t.window_start END,"
+            " turns = CASE WHEN CAST(? AS BIGINT) >= t.window_start + ? OR t.turns >= ? THEN 1 ELSE t.turns + 1 END"
+            " RETURNING GREATEST(window_start, ?)",
+            (at, at, span, at, limit, span, at, span, limit, at),
         )
-        assert row is not None, "discord_turns holds its row from migration 0010 on"
+        assert row is not None  # an upsert returns its row
         return datetime.fromtimestamp(row[0] / 1_000_000, UTC)
 
     async def close(self) -> None:
