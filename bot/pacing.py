@@ -3,9 +3,9 @@
 Discord allows a bot token a number of requests per second in all (the global limit, 50 unless Discord raised
 it), whichever process makes them. discord.py paces each route from Discord's headers, but learns of the global
 limit only from a 429, which stops every request of that process until the second is over; deliver processes that
-each went as fast as they could hit it again and again (bench/bench_delivery_pg.py: 60-106 times in a run of four
-with one killed), and a request refused five times in a row fails, its channel waiting for the next round. So
-every request waits for its turn: at most `limit` in each window of a little over a second (`Turns`). On
+each went as fast as they could hit it again and again (bench/bench_delivery_pg.py: 20-106 times a run of 500
+posts), and every such 429 counts towards Discord's limit of invalid requests (10,000 in 10 minutes, past which
+Cloudflare blocks the bot for a while). So every request waits for its turn: at most `limit` in each window of a little over a second (`Turns`). On
 PostgreSQL the turns are the store's, one row every deliver process takes its turns from (`take_turn`), so the
 processes share the limit by what they actually send: one waiting on a channel's own limit, finished or killed
 leaves its part to the others at once. A SQLite file is one machine's, with one deliver process: it keeps its
