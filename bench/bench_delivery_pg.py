@@ -2,14 +2,16 @@
 ROLES=deliver sharing one outbox, against the loopback Discord enforcing 5 messages per 5 s per channel and 50
 requests per second overall; then 4 processes with one killed (SIGKILL) mid-batch while it holds channels.
 
-    python bench/bench_delivery_pg.py --database-url postgresql://user@127.0.0.1:5432/postgres [--lease 5]
+    python bench/bench_delivery_pg.py [--database-url postgresql://user@127.0.0.1:5432/postgres] [--lease 5]
 
-The URL names a server where the user may create databases: each run gets a fresh one (bench_delivery_<n>). It
-reports, for each run, the time from the first post to the last against the least those limits allow (goal:
+Without --database-url it starts a throwaway PostgreSQL cluster (as the tests do: 127.0.0.1, a temporary folder)
+and stops it after. The URL names a server where the user may create databases: each run gets a fresh one
+(bench_delivery_<n>). It reports, for each run, the time from the first post to the last against the least those limits allow (goal:
 <= 1.2x), and whether every (channel, paper) arrived exactly once. The killed worker's channels (its share: workers
 claim a few channels at a time) are taken over at a running worker's next claim: its liveness advisory lock went
 with its session, so they do not wait for their lease (--lease seconds) to run out. `--runs kill` runs only the
-last.
+last; `--repeat N` runs each N times. Each row also counts the 429s the workers' discord.py clients logged: the
+global limit's (the token's 50 requests/s, shared by every process) and the channels' own.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from bot.clock import SystemClock  # noqa: E402
 from bot.loopback.discord import LoopbackDiscord  # noqa: E402
 from bot.models import Paper, Wanted  # noqa: E402
 from bot.store import open_store  # noqa: E402
+from tests.store.postgres_cluster import start_cluster  # noqa: E402
 
 PER_CHANNEL = (5, 5.0)
 GLOBAL_PER_SECOND = 50
@@ -81,7 +84,7 @@ def worker_env(discord: LoopbackDiscord, url: str, lease: int, folder: Path) -> 
             "POSTS_PER_CHANNEL_PER_CYCLE": "50",
             "DELIVER_INTERVAL_SECONDS": "5",
             "DELIVERY_LEASE_SECONDS": str(lease),
-            "LOG_LEVEL": "WARNING",
+            "LOG_LEVEL": "WARNING",  # discord.py's 429 warnings included: counted in the row
             "XDG_DATA_HOME": str(folder),
             "PYTHONPATH": str(ROOT),
         }
@@ -89,8 +92,24 @@ def worker_env(discord: LoopbackDiscord, url: str, lease: int, folder: Path) -> 
     return env
 
 
-async def run(server: str, workers: int, kill: bool, args: argparse.Namespace, folder: Path) -> str:
+def timeline(times: list[datetime]) -> str:
+    """Posts in each second from the first."""
+    first = min(times)
+    per_second = Counter(int((t - first).total_seconds()) for t in times)
+    return " ".join(str(per_second[s]) for s in range(max(per_second) + 1))
+
+
+def rate_limited(logs: list[Path]) -> tuple[int, int]:
+    """(global, per channel) 429s the workers' discord.py clients logged."""
+    text = "".join(log.read_text(errors="replace") for log in logs)
+    hit = text.count("responded with 429")
+    global_ = text.count("Global rate limit has been hit")
+    return global_, hit - global_
+
+
+async def run(server: str, workers: int, kill: bool, args: argparse.Namespace, folder: Path, n: int) -> str:
     url = await fresh_database(server, f"bench_delivery_{workers}{'_kill' if kill else ''}")
+    logs = [folder / f"worker-{workers}{'-kill' if kill else ''}-{n}-{i}.log" for i in range(workers)]
     async with LoopbackDiscord(timeout=600) as discord:
         guild = discord.add_guild("Bench")
         channels = [discord.add_text_channel(guild, f"papers-{i}").id for i in range(args.channels)]
@@ -109,7 +128,7 @@ async def run(server: str, workers: int, kill: bool, args: argparse.Namespace, f
                 "bot",
                 env=worker_env(discord, url, args.lease, folder),
                 cwd=folder,
-                stdout=(folder / f"worker-{workers}-{i}.log").open("ab"),
+                stdout=logs[i].open("ab"),
                 stderr=asyncio.subprocess.STDOUT,
             )
             for i in range(workers)
@@ -132,6 +151,9 @@ async def run(server: str, workers: int, kill: bool, args: argparse.Namespace, f
                 if proc.returncode is None:
                     proc.send_signal(signal.SIGTERM)
             await asyncio.gather(*(proc.wait() for proc in procs))
+        discord_times = [
+            datetime.fromisoformat(m["timestamp"]) for c in channels for m in discord.messages(c)
+        ]
         wanted = Counter(p.abs_url for p in papers)
         once = all(
             Counter(e["url"] for m in discord.messages(c) for e in m.get("embeds") or []) == wanted
@@ -143,9 +165,12 @@ async def run(server: str, workers: int, kill: bool, args: argparse.Namespace, f
     )
     ratio = elapsed / floor
     verdict = "met" if ratio <= GOAL else "not met"
+    global_429, channel_429 = rate_limited(logs)
+    if args.timeline:
+        print(f"posts per second, {workers} processes{killed}:", timeline(discord_times), flush=True)
     return (
         f"| {workers}{killed} | {total} | {len(channels)} | {'yes' if once else 'NO'} | {elapsed:.1f} | {floor:.0f} | "
-        f"**{ratio:.2f}x** ({verdict}) |"
+        f"**{ratio:.2f}x** ({verdict}) | {global_429} / {channel_429} | {os.getloadavg()[0]:.1f} |"
     )
 
 
@@ -183,7 +208,8 @@ async def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "--database-url", required=True, help="a PostgreSQL server's URL (databases are created)"
+        "--database-url",
+        help="a PostgreSQL server's URL (databases are created); default: a throwaway cluster",
     )
     parser.add_argument("--channels", type=int, default=50)
     parser.add_argument("--papers", type=int, default=10, help="posts per channel")
@@ -191,18 +217,31 @@ async def main() -> None:
     parser.add_argument(
         "--runs", choices=("all", "kill"), default="all", help="every run, or the kill run only"
     )
+    parser.add_argument("--repeat", type=int, default=1, help="run each this many times")
+    parser.add_argument("--timeline", action="store_true", help="print each run's posts per second")
+    parser.add_argument("--logs", type=Path, help="keep the workers' logs in this folder")
     args = parser.parse_args()
     runs = [(1, False), (2, False), (4, False), (4, True)]
     rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for workers, kill in runs if args.runs == "all" else runs[-1:]:
-            rows.append(await run(args.database_url, workers, kill, args, Path(tmp)))
-            print(rows[-1], flush=True)
+    cluster = None if args.database_url else start_cluster()
+    server = args.database_url or cluster.url("postgres")  # type: ignore[union-attr]
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = args.logs or Path(tmp)
+            folder.mkdir(parents=True, exist_ok=True)
+            for n in range(args.repeat):
+                for workers, kill in runs if args.runs == "all" else runs[-1:]:
+                    rows.append(await run(server, workers, kill, args, folder, n))
+                    print(rows[-1], flush=True)
+    finally:
+        if cluster is not None:
+            cluster.stop()
     print()
     print(
-        "| deliver processes | posts | channels | exactly once | first to last post (s) | least the limits allow (s) | ratio |"
+        "| deliver processes | posts | channels | exactly once | first to last post (s) | least the limits allow (s) "
+        "| ratio | 429s: global / channel | load average |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
 
 

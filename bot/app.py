@@ -17,13 +17,14 @@ import discord
 import yarl
 from discord.ext import commands
 
-from bot.clock import Clock
+from bot.clock import Clock, SystemClock
 from bot.config import Settings, without_credentials
 from bot.context import AppContext, open_context
 from bot.delivery import DeliveryWorker
-from bot.discord_poster import DiscordPoster
+from bot.discord_poster import DiscordPoster, paced
 from bot.errors import ConfigError, Unreachable
 from bot.interaction_errors import on_app_command_error
+from bot.pacing import GlobalPacer
 from bot.scheduler import Scheduler
 from bot.services import Services
 from bot.topics.catalog import CatalogTopic
@@ -61,6 +62,8 @@ class PaperBot(commands.Bot):
     ) -> None:
         # paperwatch never joins a voice channel: discord.py's warnings about voice libraries are noise.
         discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False
+        # The bot token's global rate limit, shared with the other deliver processes (see setup_hook).
+        pacer = GlobalPacer(clock or SystemClock(), limit=settings.discord_global_rate_limit)
         # Slash commands and buttons bring their own payloads (the member, the message clicked): the bot needs
         # the servers and their channels (GUILDS) and nothing else of the gateway. Channels' messages (which
         # discord.py kept, 1,000 of them, for events the bot never handles), members and voice states are
@@ -72,8 +75,10 @@ class PaperBot(commands.Bot):
             member_cache_flags=discord.MemberCacheFlags.none(),
             allowed_mentions=discord.AllowedMentions.none(),  # a title saying @everyone pings no one
             chunk_guilds_at_startup=False,
+            http_trace=paced(pacer),
             **client_options,
         )
+        self.pacer = pacer
         self.settings = settings
         self.clock = clock
         self.schedule = schedule
@@ -123,6 +128,8 @@ class PaperBot(commands.Bot):
             per_channel=self.settings.posts_per_channel_per_cycle,
             lease_seconds=self.settings.delivery_lease_seconds,
         )
+        if "deliver" in self.roles:  # Discord's global limit shared with the other deliver processes
+            self.pacer.share(self.worker.store.deliveries.take_turn)
         if "gateway" in self.roles:
             self.tree.error(on_app_command_error)
             for name in COGS:

@@ -85,6 +85,7 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = None
     roles: Annotated[tuple[str, ...], NoDecode] = ROLES
     delivery_lease_seconds: int = Field(60, ge=2, le=3600)  # how long a deliver worker holds a channel
+    discord_global_rate_limit: int = Field(50, ge=1, le=100_000)  # requests/s per bot token, all processes
     shard_count: int | None = Field(None, ge=1, le=10000)  # the gateway's shards across every process
     shard_ids: Annotated[tuple[int, ...], NoDecode] = ()  # the shards this process runs (empty: all of them)
 

@@ -1,4 +1,5 @@
-"""Posts through the real discord.py client, and maps Discord's answers to delivery outcomes."""
+"""Posts through the real discord.py client, and maps Discord's answers to delivery outcomes; every request of
+the client waits its turn under the global rate limit (`paced`)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,12 @@ import asyncio
 import logging
 from collections.abc import Sequence
 
+import aiohttp
 import discord
 
 from bot.delivery import ChannelGone, PostRejected, RetryLater
 from bot.models import Paper
+from bot.pacing import GlobalPacer
 from bot.render import (
     THREAD_NAME_LIMIT,
     DigestItem,
@@ -25,6 +28,25 @@ from bot.render import (
 )
 
 log = logging.getLogger(__name__)
+
+
+def paced(pacer: GlobalPacer) -> aiohttp.TraceConfig:
+    """discord.py's `http_trace`: each request the bot token's global limit counts waits for `pacer` as it is
+    sent, after discord.py's own waits for the route (a request paced before those could land in a later second
+    with that second's own). Interactions are answered outside the global limit, so they never wait."""
+
+    async def on_request_start(
+        _session: aiohttp.ClientSession, _context: object, params: aiohttp.TraceRequestStartParams
+    ) -> None:
+        if (
+            params.headers.get("Authorization", "").startswith("Bot ")
+            and "/interactions/" not in params.url.path
+        ):
+            await pacer.acquire()
+
+    trace = aiohttp.TraceConfig()
+    trace.on_request_start.append(on_request_start)
+    return trace
 
 
 class DiscordPoster:

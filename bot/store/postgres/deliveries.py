@@ -12,7 +12,7 @@ lease; the rows it left 'sending' are checked first, as after any crash, so noth
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import ClassVar
 
 import asyncpg
@@ -71,6 +71,23 @@ class DeliveryRepo(SharedDeliveryRepo):
         if lock is not None:
             await lock.release()
 
+    async def take_turn(self, now: datetime, limit: int, window: float) -> datetime | None:
+        """The window's next turn (bot/pacing.py `Turns`, here in one statement on the one row, whose lock orders
+        the processes taking turns at once): a window over starts again at `now`; a full one passes its turns to
+        the window after it. The row is written by the first turn (and again should it be emptied)."""
+        at, span = _micros(now), round(window * 1_000_000)
+        row = await self.db.fetchone(
+            "INSERT INTO discord_turns AS t (id, window_start, turns) VALUES (1, CAST(? AS BIGINT), 1)"
+            " ON CONFLICT (id) DO UPDATE SET"
+            " window_start = CASE WHEN CAST(? AS BIGINT) >= t.window_start + ? THEN ?"
+            "  WHEN t.turns >= ? THEN t.window_start + ? ELSE t.window_start END,"
+            " turns = CASE WHEN CAST(? AS BIGINT) >= t.window_start + ? OR t.turns >= ? THEN 1 ELSE t.turns + 1 END"
+            " RETURNING GREATEST(window_start, ?)",
+            (at, at, span, at, limit, span, at, span, limit, at),
+        )
+        assert row is not None  # an upsert returns its row
+        return datetime.fromtimestamp(row[0] / 1_000_000, UTC)
+
     async def close(self) -> None:
         """Every liveness session of this process ends (the store closes)."""
         for worker in list(self._alive):
@@ -114,3 +131,8 @@ class DeliveryRepo(SharedDeliveryRepo):
                 last = await conn.fetchval("SELECT COALESCE(MAX(id), 0) FROM deliveries")
                 await conn.execute(numbered(insert + self.merge()), now, now, *params)
                 return int(await conn.fetchval("SELECT COUNT(*) FROM deliveries WHERE id > $1", last))
+
+
+def _micros(moment: datetime) -> int:
+    """Microseconds since the epoch (turns are a few milliseconds apart: seconds, as `to_ts` keeps, are too coarse)."""
+    return round(moment.timestamp() * 1_000_000)
