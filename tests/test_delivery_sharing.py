@@ -52,6 +52,27 @@ class YieldingPoster(RecordingPoster):
         return await super().post_card(channel_id, paper, topics, nonce)  # type: ignore[arg-type]
 
 
+class WaitingPoster(RecordingPoster):
+    """From the 4th post on, posts to `wait_in` wait (once, a bounded while) until `wait_for` has a post, as a
+    channel at Discord's rate limit does: a round that took the freed channel over while its own still posted
+    posts there meanwhile; one that waited for its own channels to finish first does not, whatever the load."""
+
+    wait_in: int = 0
+    wait_for: int = 0
+    _posted: asyncio.Event | None = None
+
+    async def post_card(self, channel_id: int, paper: Paper, topics: object, nonce: str) -> int | None:
+        posted = self._posted = self._posted or asyncio.Event()
+        if channel_id == self.wait_in and len(self.cards(channel_id)) >= 3 and not posted.is_set():
+            try:
+                await asyncio.wait_for(posted.wait(), timeout=20)  # generous: never reached when it works
+            except TimeoutError:
+                posted.set()  # it did not come: the rest go on, and the order shows it
+        if channel_id == self.wait_for:
+            posted.set()
+        return await super().post_card(channel_id, paper, topics, nonce)  # type: ignore[arg-type]
+
+
 async def test_two_workers_in_one_round_share_the_channels(store: Store, clock: FakeClock) -> None:
     channels = list(range(100, 120))
     papers = await queued(store, clock, channels, 3)
@@ -151,7 +172,8 @@ async def test_a_round_claims_again_while_its_own_channels_post_so_a_freed_chann
     assert await store.deliveries.hold(
         "stuck", dead_channel, clock.now(), clock.now() + timedelta(seconds=60)
     )
-    poster = RecordingPoster(before=lambda post: clock.advance(25))  # the lease runs out at the 3rd post
+    poster = WaitingPoster(before=lambda post: clock.advance(25))  # the lease runs out at the 3rd post
+    poster.wait_in, poster.wait_for = live_channel, dead_channel
     worker = DeliveryWorker(store, poster, clock, per_channel=12, lease_seconds=600, worker_id="live")
     report = await worker.deliver_once()  # its last claim found nothing: it claims again a second later
     assert report.sent == 24
