@@ -169,6 +169,16 @@ def _model(path: Path) -> ScorerSet | None:
     return _held[1]
 
 
+def suggest_here(model: Path, texts: Sequence[str], queries: Mapping[str, str]) -> dict[str, list[int]]:
+    """`suggest` in the calling process (the bot's, when its scoring child keeps dying), the weights let go of
+    after: the bot's process holds none between pages."""
+    global _held
+    try:
+        return suggest(model, texts, queries)
+    finally:
+        _held = None
+
+
 def suggest(model: Path, texts: Sequence[str], queries: Mapping[str, str]) -> dict[str, list[int]]:
     """Per topic key (of `queries`: key -> its current query), the rows of `texts` its scorer puts at or above
     its threshold (only topics the model scores beside that query)."""

@@ -356,8 +356,7 @@ class LearnedScorer:
 
     async def suggest(self, papers: Sequence[Paper], topics: Mapping[int, str]) -> dict[str, set[int]]:
         """arxiv id -> ids of the topics (of `topics`: id -> current query) whose scorer puts the paper at or
-        above its threshold, scored in the scoring child process. Raises ScorerProcessDied when that process
-        dies: the caller's work (a poll) fails whole and is done again, nothing lost."""
+        above its threshold, scored in the scoring child process (in this one, for the page, when the child dies)."""
         scored = {str(k): q for k, q in topics.items() if self.status(k, q).scored}
         if not scored or not papers:
             return {}
@@ -367,7 +366,13 @@ class LearnedScorer:
                 return {}
             await asyncio.to_thread(scorer_store.write_blob, stored.model, self._model)
         texts = [paper_text(p.title, p.abstract) for p in papers]
-        rows = await self.scoring.run(scorer_jobs.suggest, self._model, texts, scored)
+        try:
+            rows = await self.scoring.run(scorer_jobs.suggest, self._model, texts, scored)
+        except ScorerProcessDied as exc:
+            # A child that dies on every page (out of memory, a broken install) must not stop the polls: the
+            # page is scored here, in a thread, and its weights let go of after.
+            log.warning("%s: this page is scored in the bot's own process instead", exc)
+            rows = await asyncio.to_thread(scorer_jobs.suggest_here, self._model, texts, scored)
         found: dict[str, set[int]] = {}
         for key, numbers in rows.items():
             for i in numbers:
