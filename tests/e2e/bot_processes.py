@@ -8,9 +8,12 @@ import re
 import signal
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+import asyncpg
 
 from bot.clock import SystemClock
 from bot.loopback.arxiv import LoopbackArxiv
@@ -18,6 +21,7 @@ from bot.loopback.discord import LoopbackDiscord
 from bot.models import Paper, Wanted
 from bot.store import open_store
 from tests.cli.process import clean_env
+from tests.e2e.helpers import embed_urls
 from tests.factories import make_paper
 
 
@@ -77,6 +81,23 @@ async def eventually(
         if time.monotonic() > deadline:
             raise AssertionError(f"not within {timeout} s: {explain()}")
         await asyncio.sleep(0.1)
+
+
+async def all_sent(db: asyncpg.Connection, total: int, workers: Sequence[BotProcess]) -> None:
+    """Wait until the outbox's `total` rows are sent (the workers' last logs explain a timeout)."""
+
+    async def done() -> bool:
+        return await db.fetchval("SELECT count(*) FROM deliveries WHERE status = 'sent'") == total
+
+    await eventually(done, 120, lambda: "\n".join(w.text()[-2000:] for w in workers))
+
+
+def assert_each_posted_once(
+    discord: LoopbackDiscord, channels: Sequence[int], papers: Sequence[Paper]
+) -> None:
+    for channel in channels:
+        urls = embed_urls(discord.messages(channel))
+        assert Counter(urls) == Counter(p.abs_url for p in papers), (channel, urls)  # each once, none missing
 
 
 CHANNELS, PAPERS = 5, 8

@@ -6,14 +6,20 @@ each paper still arrives once in each channel."""
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 
 import asyncpg
 import pytest
 
-from tests.e2e.bot_processes import CHANNELS, PAPERS, BotProcess, deliver_env, eventually, fill_outbox
-from tests.e2e.helpers import embed_urls
+from tests.e2e.bot_processes import (
+    CHANNELS,
+    PAPERS,
+    BotProcess,
+    all_sent,
+    assert_each_posted_once,
+    deliver_env,
+    fill_outbox,
+)
 from tests.fakes.checked_discord import FakeDiscord
 
 # These start the bot as processes with their own settings (DATABASE_URL included): one run, not one per back end.
@@ -35,11 +41,7 @@ async def test_deliver_processes_together_stay_within_the_bot_tokens_global_rate
     db = await asyncpg.connect(postgres_url)
     try:
         total = CHANNELS * PAPERS
-
-        async def all_sent() -> bool:
-            return await db.fetchval("SELECT count(*) FROM deliveries WHERE status = 'sent'") == total
-
-        await eventually(all_sent, 120, lambda: "\n".join(w.text()[-2000:] for w in workers))
+        await all_sent(db, total, workers)
     finally:
         await db.close()
         for worker in workers:
@@ -48,6 +50,4 @@ async def test_deliver_processes_together_stay_within_the_bot_tokens_global_rate
     assert refused == [], refused
     for worker in workers:
         assert "Traceback" not in worker.text(), worker.text()[-3000:]
-    for channel in channels:
-        urls = embed_urls(discord.messages(channel))
-        assert Counter(urls) == Counter(p.abs_url for p in papers), (channel, urls)  # each once, none missing
+    assert_each_posted_once(discord, channels, papers)

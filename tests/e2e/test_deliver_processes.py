@@ -5,15 +5,21 @@ them opens the gateway."""
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 
 import asyncpg
 import pytest
 
 from tests.cli.process import run_cli
-from tests.e2e.bot_processes import CHANNELS, PAPERS, BotProcess, deliver_env, eventually, fill_outbox
-from tests.e2e.helpers import embed_urls
+from tests.e2e.bot_processes import (
+    CHANNELS,
+    PAPERS,
+    BotProcess,
+    all_sent,
+    assert_each_posted_once,
+    deliver_env,
+    fill_outbox,
+)
 from tests.fakes.checked_discord import FakeDiscord
 
 # These start the bot as processes with their own settings (DATABASE_URL included): one run, not one per back end.
@@ -43,18 +49,12 @@ async def test_deliver_processes_post_each_paper_once_even_when_one_is_killed_ho
         victim = next(w for w in workers if w.pid in holders)
         await victim.kill()  # mid-batch, holding channels
         assert posted() < total, "the batch finished before the kill"
-
-        async def all_sent() -> bool:
-            return await db.fetchval("SELECT count(*) FROM deliveries WHERE status = 'sent'") == total
-
-        await eventually(all_sent, 120, lambda: "\n".join(w.text()[-2000:] for w in workers))
+        await all_sent(db, total, workers)
     finally:
         await db.close()
         for worker in workers:
             await worker.stop()
-    for channel in channels:
-        urls = embed_urls(discord.messages(channel))
-        assert Counter(urls) == Counter(p.abs_url for p in papers), (channel, urls)  # each once, none missing
+    assert_each_posted_once(discord, channels, papers)
     assert discord.identify_count == 0  # no deliver process opened the gateway
     assert discord.requests_to("PUT", "/applications/{id}/commands") == []  # nor synced commands
     for worker in workers:
