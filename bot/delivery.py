@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import partial
-from typing import Protocol
+from typing import Any, Protocol
 
 from bot.clock import Clock
 from bot.models import Paper, PendingDelivery, Reach, UpsertResult
@@ -37,7 +37,7 @@ from bot.render.text import SUGGESTED, clip, inert_markdown
 from bot.store import Store
 
 log = logging.getLogger(__name__)
-RECLAIM_SECONDS = 1.0  # a running round claims again at least this often (after a post), see deliver_once
+RECLAIM_SECONDS = 1.0  # a running round claims again at least this often, see deliver_once
 
 
 class RetryLater(Exception):
@@ -218,15 +218,18 @@ class DeliveryWorker:
         Channels are claimed a few at a time (`claim_batch`), more as each post of this worker starts and when
         one of its channels is done, so workers sharing the outbox take channels in proportion to how fast
         they post and a killed worker strands only its share; and a channel whose lease expired (its worker
-        died) is taken over at this worker's next claim, within the round, not a round later."""
+        died) is taken over at this worker's next claim, within the round, not a round later: at the latest
+        RECLAIM_SECONDS after the last, even while every channel of this round waits on its own rate limit and
+        no post starts."""
         report = DeliveryReport()
         await self.store.deliveries.keep_alive(self.worker_id)  # before claiming: others see it running
         running: dict[asyncio.Task[None], int] = {}
         progress = self._progress = asyncio.Event()
         more = True  # the last claim found channels: claim again after the next post
-        # Else claim again after a post at most every RECLAIM_SECONDS: a worker killed meanwhile (on PostgreSQL,
-        # free at once) has its channels taken over then, not when this worker's own channels are all done.
-        last_claim = self.clock.now()
+        # Else claim again every RECLAIM_SECONDS (an alarm, below): a worker killed meanwhile (on PostgreSQL, free
+        # at once) has its channels taken over then, not when a post of this worker's starts or its own channels
+        # are done, which may be seconds away while each waits on its channel's rate limit.
+        last_claim = self.clock.monotonic()
 
         async def one_channel(channel_id: int) -> None:
             try:
@@ -241,10 +244,9 @@ class DeliveryWorker:
         while True:
             room = self.channel_concurrency - len(running)
             progress.clear()  # before the claim: a post made while it runs wakes the next turn
-            now = self.clock.now()
-            due = more or now >= last_claim + timedelta(seconds=RECLAIM_SECONDS)
-            if due and room > 0 and failure is None and not self.stopping:
-                want, last_claim = min(room, self.claim_batch), now
+            may_claim = room > 0 and failure is None and not self.stopping
+            if may_claim and (more or self.clock.monotonic() >= last_claim + RECLAIM_SECONDS):
+                want, last_claim, now = min(room, self.claim_batch), self.clock.monotonic(), self.clock.now()
                 claimed = await self.store.deliveries.claim_channels(
                     self.worker_id,
                     "each",
@@ -261,11 +263,15 @@ class DeliveryWorker:
                 log.debug("claimed channels %s (%d running)", new[:room], len(running))
             if not running:
                 break
-            waiter = asyncio.create_task(progress.wait())
-            done, _ = await asyncio.wait({*running, waiter}, return_when=asyncio.FIRST_COMPLETED)
-            waiter.cancel()
-            for task in done - {waiter}:
-                running.pop(task)  # type: ignore[arg-type]
+            waiters: set[asyncio.Future[Any]] = {asyncio.create_task(progress.wait())}
+            if may_claim:  # the next claim is due then, whatever the channels do
+                next_claim = last_claim + RECLAIM_SECONDS - self.clock.monotonic()
+                waiters.add(self.clock.alarm(next_claim))
+            done, _ = await asyncio.wait({*running, *waiters}, return_when=asyncio.FIRST_COMPLETED)
+            for waiter in waiters:
+                waiter.cancel()
+            for task in [t for t in running if t in done]:
+                running.pop(task)
                 more = True  # a channel is done: room for another, perhaps one a dead worker left
                 error = None if task.cancelled() else task.exception()  # always retrieved: none logged twice
                 if failure is None and error is not None:

@@ -1,10 +1,12 @@
 """Deliver workers sharing the outbox by channel: a round claims channels a few at a time, so two workers
 running at once share them and neither holds them all; and a channel whose worker died is taken over at the next
-claim of a running round (when one of its channels is done), not a round later."""
+claim of a running round (as a post starts, a channel is done, or a second after its last claim: also while every
+channel of the round waits and no post starts), not a round later."""
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 import pytest
@@ -180,3 +182,55 @@ async def test_a_round_claims_again_while_its_own_channels_post_so_a_freed_chann
     order = [p.channel_id for p in poster.posts]
     assert order.index(dead_channel) < len(order) - 1 - order[::-1].index(live_channel), order  # interleaved
     assert poster.cards(dead_channel) == poster.cards(live_channel) == [p.arxiv_id for p in papers]
+
+
+@dataclass
+class BlockingPoster(RecordingPoster):
+    """Posts to `blocked` wait until the test lets them go (`go`), as posts to a channel at Discord's rate limit
+    wait (discord.py sleeps inside the request): `waiting` is set when the first of them starts."""
+
+    blocked: int = 0
+    waiting: asyncio.Event = field(default_factory=asyncio.Event)
+    go: asyncio.Event = field(default_factory=asyncio.Event)
+    started: list[int] = field(default_factory=list)  # the channel of each post as it starts
+
+    async def post_card(self, channel_id: int, paper: Paper, topics: object, nonce: str) -> int | None:
+        self.started.append(channel_id)
+        if channel_id == self.blocked:
+            self.waiting.set()
+            await self.go.wait()
+        return await super().post_card(channel_id, paper, topics, nonce)  # type: ignore[arg-type]
+
+
+async def test_a_round_whose_channels_all_wait_still_claims_again_so_a_freed_channel_is_posted_meanwhile(
+    store: Store, clock: FakeClock
+) -> None:
+    dead_channel, live_channel = 100, 200
+    papers = await queued(store, clock, [dead_channel, live_channel], 3)
+    await store.deliveries.keep_alive("stuck")  # shown running: only its lease's expiry frees the channel
+    assert await store.deliveries.hold(
+        "stuck", dead_channel, clock.now(), clock.now() + timedelta(seconds=60)
+    )
+    dead_channel_posted = asyncio.Event()
+
+    def count(post: Post) -> None:
+        if len(poster.cards(dead_channel)) == len(papers):
+            dead_channel_posted.set()
+
+    poster = BlockingPoster(after=count, blocked=live_channel)
+    worker = DeliveryWorker(store, poster, clock, lease_seconds=600, worker_id="live")
+    round_ = asyncio.create_task(worker.deliver_once())
+    try:
+        # Generous bounds on the waits: each is met at once when it works.
+        await asyncio.wait_for(poster.waiting.wait(), timeout=20)
+        clock.advance(61)  # the stuck worker's lease runs out while the round's only channel waits
+        await asyncio.wait_for(dead_channel_posted.wait(), timeout=20)
+        # Taken over and posted with no post of the live channel starting meanwhile: its first still waits.
+        assert poster.started.count(live_channel) == 1 and poster.cards(live_channel) == []
+        assert poster.cards(dead_channel) == [p.arxiv_id for p in papers]
+    finally:
+        poster.go.set()
+        report = await asyncio.wait_for(round_, timeout=20)
+    assert report.sent == 6
+    assert poster.cards(live_channel) == [p.arxiv_id for p in papers]
+    assert await store.deliveries.counts(GUILD) == {"sent": 6}
