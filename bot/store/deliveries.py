@@ -25,9 +25,9 @@ from typing import Any, ClassVar
 
 from bot.models import Mode, PendingDelivery, Reach, Wanted
 from bot.store.announcements import HEADLINE, headline_from
+from bot.store.card_topics import with_card_topics
 from bot.store.papers import paper_from_row, to_ts
 from bot.store.sql import SqlDatabase
-from bot.store.topics import with_card_topics
 
 # What a Paper is read from (both engines' papers tables hold these columns).
 PAPER = (

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from bot.errors import ConfigError
-from bot.models import fold_name, topic_key
+from bot.models import TopicRow, fold_name, topic_key
 from bot.topic_tree import Hierarchy, HierarchyError
 from bot.topics.query import MAX_QUERY_LENGTH, QuerySyntaxError, TopicQuery, parse_query
 
@@ -183,3 +183,23 @@ def _label(entry: dict[str, Any], index: int) -> str:
 
 def _describe(topic: CatalogTopic) -> str:
     return f"{topic.name!r} (slug {topic.slug!r})"
+
+
+def check_catalog_tree(catalog: Sequence[CatalogTopic], earlier: Sequence[TopicRow]) -> None:
+    """Check the catalog's tree by slug as it will be once this list is stored: its topics' parents, and those
+    of catalog topics stored by earlier starts and left out of it. Raises CatalogError naming a topic whose
+    parent is no catalog topic, is itself, or makes a cycle."""
+    slugs = {row.id: row.slug for row in earlier}
+    parents = {row.slug: slugs.get(row.parent_id) if row.parent_id is not None else None for row in earlier}
+    names = {row.slug: row.name for row in earlier}
+    for topic in catalog:
+        parents[topic.slug] = topic.parent
+        names[topic.slug] = topic.name
+    try:
+        Hierarchy(parents)
+    except HierarchyError as exc:
+        slug = str(exc.topic)
+        raise CatalogError(
+            f"topic {names[slug]!r} (slug {slug!r}) {exc.problem}: a parent is another catalog topic's slug, and "
+            "no topic may be its own ancestor"
+        ) from None

@@ -28,8 +28,8 @@ from datetime import datetime
 from bot.clock import Clock
 from bot.models import CATALOG_GUILD, Paper, TopicRow, UpsertResult
 from bot.store import Store
-from bot.topic_tree import Hierarchy, HierarchyError
-from bot.topics.catalog import CatalogError, CatalogTopic, stored_query
+from bot.topic_tree import Hierarchy
+from bot.topics.catalog import CatalogTopic, check_catalog_tree, stored_query
 from bot.topics.confirm import confirmed
 from bot.topics.matcher import Matcher
 from bot.topics.query import TopicQuery
@@ -90,26 +90,6 @@ class PaperMatches:
 
     topics: dict[str, set[int]] = field(default_factory=dict)
     in_server: dict[str, set[tuple[int, int]]] = field(default_factory=dict)
-
-
-def check_catalog_tree(catalog: Sequence[CatalogTopic], earlier: Sequence[TopicRow]) -> None:
-    """Check the catalog's tree by slug as it will be once this list is stored: its topics' parents, and those
-    of catalog topics stored by earlier starts and left out of it. Raises CatalogError naming a topic whose
-    parent is no catalog topic, is itself, or makes a cycle."""
-    slugs = {row.id: row.slug for row in earlier}
-    parents = {row.slug: slugs.get(row.parent_id) if row.parent_id is not None else None for row in earlier}
-    names = {row.slug: row.name for row in earlier}
-    for topic in catalog:
-        parents[topic.slug] = topic.parent
-        names[topic.slug] = topic.name
-    try:
-        Hierarchy(parents)
-    except HierarchyError as exc:
-        slug = str(exc.topic)
-        raise CatalogError(
-            f"topic {names[slug]!r} (slug {slug!r}) {exc.problem}: a parent is another catalog topic's slug, and "
-            "no topic may be its own ancestor"
-        ) from None
 
 
 class TopicIndex:

@@ -10,13 +10,13 @@ from itertools import pairwise
 import asyncpg
 
 from bot.models import CATALOG_GUILD, Paper, PendingDelivery, TopicRow, find_named, fold_name, topic_key
+from bot.store.card_topics import name_card_topics  # what the cards name, once read
 from bot.store.papers import to_ts
 from bot.store.postgres.database import Database, Row
 from bot.store.postgres.fts_query import to_condition
 from bot.store.postgres.papers import PAPER, paper, paper_filter
 from bot.store.protocol import TopicNameTaken
 from bot.store.topic_days import TopicDayCounts  # written in SQL both engines run
-from bot.store.topics import name_card_topics  # what the cards name, once read
 
 
 def _topic(row: Row) -> TopicRow:
