@@ -3,7 +3,10 @@ lets go or its session ends, then taken by the next; a holder whose session ende
 
 from __future__ import annotations
 
+import asyncio
+
 import asyncpg
+import pytest
 
 from bot.clock import FakeClock
 from bot.store import Store, open_store
@@ -52,3 +55,20 @@ async def test_a_holder_whose_session_ended_loses_the_lock_and_takes_it_again_on
     finally:
         await admin.close()
         await first.release()
+
+
+async def test_a_holder_checked_twice_at_once_keeps_its_lock(
+    postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The poller's job and its lock watch may check the lock at the same moment: the second check waits for the
+    first (one connection runs one statement at a time) instead of taking the busy session for a lost one."""
+    url = postgres_url
+    holder, other = AdvisoryLock(url, "poll"), AdvisoryLock(url, "poll")
+    try:
+        assert await holder.try_acquire()
+        assert await asyncio.gather(*(holder.try_acquire() for _ in range(5))) == [True] * 5
+        assert not await other.try_acquire()  # the lock never left its holder
+        assert "taking the lock again" not in caplog.text
+    finally:
+        await holder.release()
+        await other.release()

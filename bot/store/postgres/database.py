@@ -220,8 +220,15 @@ class AdvisoryLock:
             )
         )
         self._conn: asyncpg.Connection | None = None
+        # Checks made at once (the poll job and the lock watch) take turns: a connection runs one statement at a
+        # time, and a check refused as "busy" would take a healthy session for a lost one.
+        self._checking = asyncio.Lock()
 
     async def try_acquire(self) -> bool:
+        async with self._checking:
+            return await self._try_acquire()
+
+    async def _try_acquire(self) -> bool:
         if self._conn is not None:
             try:
                 await self._conn.fetchval("SELECT 1", timeout=10)
