@@ -39,6 +39,7 @@ from bot.clock import SystemClock  # noqa: E402
 from bot.loopback.discord import LoopbackDiscord  # noqa: E402
 from bot.models import Paper, Wanted  # noqa: E402
 from bot.store import open_store  # noqa: E402
+from tests.e2e.bot_processes import deliver_env  # noqa: E402
 from tests.store.postgres_cluster import start_cluster  # noqa: E402
 
 PER_CHANNEL = (5, 5.0)
@@ -73,16 +74,12 @@ async def fill_outbox(url: str, channels: list[int], guild_id: int, papers: list
 
 
 def worker_env(discord: LoopbackDiscord, url: str, lease: int, folder: Path) -> dict[str, str]:
+    """A deliver process's settings, as the e2e tests give them (tests/e2e/bot_processes.deliver_env), with the
+    bench's lease, quieter logs and a data folder of its own."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DISCORD_", "DATABASE_", "PAPERWATCH_"))}
+    env.update(deliver_env(discord, url))
     env.update(
         {
-            "ROLES": "deliver",
-            "DISCORD_TOKEN": discord.token,
-            "DISCORD_API_BASE": discord.api_base,
-            "DISCORD_GATEWAY_URL": discord.gateway_url,
-            "DATABASE_URL": url,
-            "POSTS_PER_CHANNEL_PER_CYCLE": "50",
-            "DELIVER_INTERVAL_SECONDS": "5",
             "DELIVERY_LEASE_SECONDS": str(lease),
             "LOG_LEVEL": "WARNING",  # discord.py's 429 warnings included: counted in the row
             "XDG_DATA_HOME": str(folder),
