@@ -4,6 +4,7 @@
   polls at a time: the poll lock (the store's `process_lock("poll")`) is waited for, and taken over when its holder
   dies; a poller checks it still holds the lock before each poll (a database restart ends the session holding it).
 - deliver: the outbox on a short interval (and after each poll of this process), digests at the top of every hour.
+- every role: every few minutes (and before each poll), the learned scorer's model another process trained.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from bot.errors import ConfigError, Unreachable
 log = logging.getLogger(__name__)
 RETRAIN_HOUR = 4  # UTC, after the night's announcements are stored
 LOCK_RETRY_SECONDS = 5.0  # how often a waiting poller asks for the poll lock
+MODEL_CHECK_MINUTES = 5  # how often a process looks for a scorer model another process trained
 WAITING = "another poller holds the lock; waiting"
 
 
@@ -75,6 +77,13 @@ class Scheduler:
             # death, and a holder whose session ended with a database restart takes the lock again.
             self._scheduler.add_job(
                 self.watch_lock, IntervalTrigger(seconds=LOCK_RETRY_SECONDS), id="poll lock", **self._common
+            )
+        if self.ctx.services.topics.scorer is not None:
+            self._scheduler.add_job(
+                self.catch_up_model,
+                IntervalTrigger(minutes=MODEL_CHECK_MINUTES),
+                id="scorer model",
+                **self._common,
             )
         if self.worker is not None:
             self._scheduler.add_job(
@@ -135,6 +144,7 @@ class Scheduler:
                 log.error("poll not run: %s", exc)
                 await ingestor.refuse(str(exc))
                 return
+            await self.catch_up_model()  # new papers are scored with the deployment's newest model
             report = await ingestor.poll_once()
             retry = "" if report.complete else f"; next poll in {self.ctx.settings.poll_interval_minutes} min"
             log.info("%s%s", report.summary(), retry)
@@ -163,6 +173,13 @@ class Scheduler:
         async with self._database_away("retraining"):
             held = await self.ctx.services.topics.retrain()
             log.info("scorer retrained: %d topics hold suggestions", sum(1 for n in held.values() if n))
+
+    async def catch_up_model(self) -> None:
+        """Use the scorer model another process of the deployment trained since this one read its own."""
+        scorer = self.ctx.services.topics.scorer
+        if scorer is not None:
+            async with self._database_away("scorer model check"):
+                await scorer.catch_up()
 
     async def digests(self) -> None:
         if self.worker is None:

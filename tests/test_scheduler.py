@@ -25,7 +25,9 @@ from bot.config import Settings
 from bot.context import AppContext, open_context
 from bot.loopback.arxiv import LoopbackArxiv, rss_feed
 from bot.models import Paper
-from bot.scheduler import WAITING, Scheduler
+from bot.scheduler import MODEL_CHECK_MINUTES, WAITING, Scheduler
+from bot.topics import scorer_store
+from bot.topics.scorer import Featurizer, ScorerSet
 from tests.factories import make_paper
 from tests.fakes.poster import Crash, Post, RecordingPoster
 
@@ -104,7 +106,7 @@ async def test_start_registers_the_poll_at_once_then_on_its_interval_deliveries_
         scheduler.start()
         try:
             jobs = {job.id: job for job in scheduler._scheduler.get_jobs()}
-            assert set(jobs) == {"poll", "poll lock", "deliver", "digests", "retrain"}
+            assert set(jobs) == {"poll", "poll lock", "deliver", "digests", "retrain", "scorer model"}
             poll, deliver, digests = jobs["poll"], jobs["deliver"], jobs["digests"]
             assert poll.next_run_time == NOW  # the first poll runs at start, by the injected clock
             assert isinstance(poll.trigger, IntervalTrigger)
@@ -137,11 +139,45 @@ async def test_a_process_schedules_only_the_work_of_its_roles(tmp_path: Path) ->
         for scheduler in (poller, deliverer):
             scheduler.start()
         try:
-            assert {job.id for job in poller._scheduler.get_jobs()} == {"poll", "poll lock", "retrain"}
-            assert {job.id for job in deliverer._scheduler.get_jobs()} == {"deliver", "digests"}
+            assert {job.id for job in poller._scheduler.get_jobs()} == {
+                "poll",
+                "poll lock",
+                "retrain",
+                "scorer model",
+            }
+            assert {job.id for job in deliverer._scheduler.get_jobs()} == {
+                "deliver",
+                "digests",
+                "scorer model",
+            }
         finally:
             for scheduler in (poller, deliverer):
                 await scheduler.stop()
+
+
+async def test_every_process_takes_the_scorer_model_another_one_trained_and_a_poller_before_it_polls(
+    tmp_path: Path,
+) -> None:
+    """One process trains (the poller daily, a gateway a followed topic) and writes the model into the store;
+    the others take it within minutes, and a poller before the papers it scores, without a restart."""
+    async with lab(tmp_path) as w:
+        deliverer = Scheduler(w.ctx, w.ctx.delivery_worker(w.poster), poll=False)
+        deliverer.start()
+        try:
+            [check] = [job for job in deliverer._scheduler.get_jobs() if job.id == "scorer model"]
+            assert isinstance(check.trigger, IntervalTrigger)
+            assert check.trigger.interval == timedelta(minutes=MODEL_CHECK_MINUTES)
+        finally:
+            await deliverer.stop()
+        scorer = w.ctx.services.topics.scorer
+        assert scorer is not None and scorer.needs_training
+
+        # Another process's training: a model written into the shared store.
+        model = tmp_path / "elsewhere.npz"
+        scorer_store.save(ScorerSet(Featurizer.fit(["reinforcement learning", "language models"])), model)
+        await scorer.store.scorer_models.put(model.read_bytes(), format_version=scorer_store.FORMAT, at=NOW)
+        await w.scheduler().poll()
+        assert not scorer.needs_training and scorer.loaded_at == NOW
 
 
 async def test_a_second_poller_on_the_database_waits_for_the_lock_and_takes_it_when_freed(

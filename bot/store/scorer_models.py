@@ -25,6 +25,9 @@ class ScorerModelRepository(Protocol):
     async def get(self, name: str = DEFAULT_MODEL) -> StoredModel | None:
         """The model stored under that name; None when there is none."""
 
+    async def trained_at(self, name: str = DEFAULT_MODEL) -> datetime | None:
+        """When the model stored under that name was trained (its blob not read); None when there is none."""
+
     async def put(self, blob: bytes, *, format_version: int, at: datetime, name: str = DEFAULT_MODEL) -> None:
         """Store the model under that name, replacing the one before in a single write: a reader sees the old
         model or the new one, never a mix."""
@@ -41,6 +44,10 @@ class ScorerModelRepo:
         if row is None:
             return None
         return StoredModel(int(row["format"]), bytes(row["model"]), from_ts(row["trained_at"]))
+
+    async def trained_at(self, name: str = DEFAULT_MODEL) -> datetime | None:
+        row = await self.db.fetchone("SELECT trained_at FROM scorer_models WHERE name = ?", (name,))
+        return None if row is None else from_ts(row["trained_at"])
 
     async def put(self, blob: bytes, *, format_version: int, at: datetime, name: str = DEFAULT_MODEL) -> None:
         await self.db.execute(

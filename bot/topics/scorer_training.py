@@ -29,6 +29,7 @@ import shutil
 import tempfile
 import weakref
 from collections.abc import Collection, Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +37,7 @@ import numpy as np
 from bot.clock import Clock, SystemClock
 from bot.models import Paper, TopicRow
 from bot.store import Store
+from bot.store.scorer_models import StoredModel
 from bot.topic_tree import Hierarchy
 from bot.topics import scorer_jobs, scorer_store
 from bot.topics.catalog import CatalogTopic, catalog_hierarchy
@@ -50,7 +52,7 @@ from bot.topics.scorer import (
     paper_text,
     query_only,
 )
-from bot.topics.scorer_features import CHUNK_ROWS, FeatureFile
+from bot.topics.scorer_features import CHUNK_ROWS, FeatureFile, fingerprint
 from bot.topics.scorer_jobs import TRAIN_GROUP
 from bot.topics.scorer_ratings import ANCHORS, RatedText, RatingView
 from bot.topics.scorer_worker import ScorerProcessDied, ScorerWorker, scoring_worker, shared_worker
@@ -125,7 +127,8 @@ class LearnedScorer:
         # (topic id, server id) -> that server's ratings of the topic, rebuilt at each training and at start:
         # its own re-ranking of what the topic posts there (bot/topics/scorer_ratings.py).
         self.views: dict[tuple[int, int], RatingView] = {}
-        self._lock = asyncio.Lock()  # one feature sync or training at a time
+        self.loaded_at: datetime | None = None  # when the model in use was trained (the store's time)
+        self._lock = asyncio.Lock()  # one feature sync, training or model catch-up at a time
 
     @property
     def model_path(self) -> Path | None:
@@ -148,30 +151,62 @@ class LearnedScorer:
         the feature rows kept locally; without a readable model, every topic stays query-only until `train()`
         has run. A model file left beside the database by a release that kept it there moves into the store."""
         stored = await self.store.scorer_models.get()
+        if stored is None and not self._model.exists():
+            return
+        if not await self._load(stored):
+            return
+        if stored is None:  # the file of an earlier release: every process reads the store's from now on
+            await self._publish()
+        await self.refresh_views()
+
+    async def catch_up(self) -> bool:
+        """Take the model another process of the deployment trained (a poller's daily training, a gateway's
+        training of a followed topic) when the store holds a newer one than this process uses: a few
+        processes share one database, and each would otherwise score with its own start's model until it
+        restarts. Cheap when nothing changed (one row's time read). Returns whether a model was taken."""
+        if self._lock.locked():  # this process is training: it writes the newest model itself
+            return False
+        trained_at = await self.store.scorer_models.trained_at()
+        if trained_at is None or trained_at == self.loaded_at:
+            return False
+        async with self._lock:
+            stored = await self.store.scorer_models.get()
+            if stored is None or not await self._load(stored):
+                return False
+            await self.refresh_views()
+        log.info("scorer model trained at %s (by another process) taken", stored.trained_at.isoformat())
+        return True
+
+    async def _load(self, stored: StoredModel | None) -> bool:
+        """Use the stored model (None: the local file an earlier release left); False when it is unreadable or
+        of a format this release does not read (logged: training writes a new one)."""
         if stored is not None and stored.format_version not in scorer_store.READABLE:
             log.warning(
                 "the stored scorer model is of format %d, not %d: it will be trained again",
                 stored.format_version,
                 scorer_store.FORMAT,
             )
-        elif stored is not None:
+            return False
+        if stored is not None:
             await asyncio.to_thread(scorer_store.write_blob, stored.model, self._model)
-        elif not self._model.exists():
-            return
-        self.scorers = await asyncio.to_thread(scorer_store.load, self._model, weights=False)
-        if self.scorers is None:
-            return
-        if stored is None:  # the file of an earlier release: every process reads the store's from now on
-            await self._publish()
-        self.features = await asyncio.to_thread(
-            FeatureFile.open, self.scorers.featurizer, self.work / "features"
-        )
-        await self.refresh_views()
+        scorers = await asyncio.to_thread(scorer_store.load, self._model, weights=False)
+        if scorers is None:
+            return False
+        if self.features is None or fingerprint(self.features.featurizer) != fingerprint(scorers.featurizer):
+            self.features = await asyncio.to_thread(
+                FeatureFile.open, scorers.featurizer, self.work / "features"
+            )
+        self.scorers = scorers
+        self.loaded_at = None if stored is None else stored.trained_at
+        return True
 
     async def _publish(self) -> None:
-        """Write the local model file into the store: one write, which every process reads at its start."""
+        """Write the local model file into the store: one write, which every process reads at its start (and
+        the others running take with `catch_up`)."""
         blob = await asyncio.to_thread(self._model.read_bytes)
-        await self.store.scorer_models.put(blob, format_version=scorer_store.FORMAT, at=self.clock.now())
+        at = self.clock.now()
+        await self.store.scorer_models.put(blob, format_version=scorer_store.FORMAT, at=at)
+        self.loaded_at = at.replace(microsecond=0)  # as the store keeps it (whole seconds)
 
     def status(self, topic_id: int, query: str) -> TopicScorer:
         """The topic's scorer, or a query-only stand-in saying why it has none."""

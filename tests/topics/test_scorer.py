@@ -37,7 +37,7 @@ async def trained_world(
     await store.papers.upsert(corpus(), seen_at=clock.now())
     await TopicIndex(store, clock).start(topics)
     ids = {row.slug: row.id for row in await store.topics.all()}
-    learned = LearnedScorer(store, tmp_path / "db.sqlite3.scorer", catalog=topics)
+    learned = LearnedScorer(store, tmp_path / "db.sqlite3.scorer", catalog=topics, clock=clock)
     await learned.start()
     await learned.train()
     return learned, ids
@@ -229,6 +229,31 @@ async def test_another_process_elsewhere_reads_the_model_from_the_store(
     # its feature rows are a local cache, rebuilt from the store at its first sync
     assert elsewhere.features is not None and len(elsewhere.features) == 0
     assert await elsewhere.sync() == len(corpus())
+
+
+@pytest.mark.both_back_ends
+async def test_a_running_process_takes_the_model_another_process_trained(
+    store: Store, clock: FakeClock, tmp_path: Path
+) -> None:
+    """A deployment's processes share one model: one started before any training (or before the latest one)
+    takes the newer model at its next check, without a restart; its own model it never reads back."""
+    query = '"quantum error correction"'
+    gateway = LearnedScorer(store, tmp_path / "machine-2" / "db.sqlite3.scorer", clock=clock)
+    await gateway.start()
+    assert gateway.needs_training and not await gateway.catch_up()  # nothing trained yet
+    poller, ids = await trained_world(store, clock, tmp_path)
+    topic = ids["quantum-error-correction"]
+    assert await poller.catch_up() is False  # the model it wrote itself
+    assert await gateway.catch_up() is True
+    assert gateway.status(topic, query).scored
+    assert await gateway.suggest([UNSAID, ELSEWHERE], {topic: query}) == {UNSAID.arxiv_id: {topic}}
+    assert await gateway.catch_up() is False  # nothing newer since
+
+    clock.advance(86_400)
+    await gateway.train()  # e.g. a followed topic's training in the gateway process
+    assert await gateway.catch_up() is False
+    assert await poller.catch_up() is True
+    assert poller.loaded_at == gateway.loaded_at == clock.now().replace(microsecond=0)
 
 
 async def test_a_damaged_local_copy_of_the_model_is_replaced_by_the_stored_one(
