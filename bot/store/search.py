@@ -15,19 +15,13 @@ from dataclasses import replace
 from datetime import datetime
 
 from bot.models import HIGHLIGHT_END, HIGHLIGHT_START, Paper, SearchHit
+from bot.store.bm25 import WEIGHTS, average_length, bm25_order, varint_sum
 from bot.store.database import Database
 from bot.store.papers import paper_filter, paper_from_row, to_ts
+from bot.store.recent_fts import RecentWindow
 from bot.store.snippets import snippets
 
-# bm25 weights per column (title, abstract, authors): a hit in the title says most about a paper.
-_WEIGHTS = (4.0, 1.0, 2.0)
-_BM25 = f"bm25(papers_fts, {', '.join(map(str, _WEIGHTS))})"
-# bm25 over the window of the newest papers (migration 0019), with the weights and with them doubled: the two
-# scores' ratio gives each paper's weighted hits (`_hits_from_scores`)
-_RECENT_BM25 = ", ".join(
-    f"bm25(papers_recent_fts, {', '.join(str(w * k) for w in _WEIGHTS)})" for k in (1, 2)
-)
-_K1, _B = 1.2, 0.75  # FTS5's bm25 constants (fts5_aux.c)
+_BM25 = f"bm25(papers_fts, {', '.join(map(str, WEIGHTS))})"
 # One word (or prefix) within one short column, as `ti:dodo` or `au:smith` give it: bm25 applies the filter by
 # decoding the positions of every paper holding the word to count them (58 ms for a word in nearly every one of
 # 1M papers, 3 ms at 10k). Ranked here from the pool's own positions instead (`_rank_one_word`) once at least
@@ -38,7 +32,7 @@ _COLUMNS = {name: i for i, name in enumerate(_NAMES)}
 _OWN_RANK_FROM = 100_000
 # One phrase (a word, a prefix, words in a row), in every column or in one. Its bm25 order does not depend on how
 # many papers hold it (one phrase, one idf: a factor common to every paper), so its pool is ranked within the
-# window of the newest papers (`_rank_in_window`) once the store holds _RECENT_FROM papers: below that, bm25's
+# window of the newest papers (bot/store/recent_fts.py) once the store holds _RECENT_FROM papers: below that, bm25's
 # count over the whole index costs less than what the window's ranking adds (~3 ms for 2,000 candidates).
 _ONE_PHRASE = re.compile(r'(?:(?:title|abstract|authors) : )?"(?:[^"]|"")*"\*?')
 _RECENT_FROM = 100_000
@@ -53,6 +47,10 @@ class SearchRepo:
         self.db = db
         self.own_rank_from = own_rank_from  # papers holding a word in a column ranked here, not by bm25
         self.recent_from = recent_from  # papers stored from which one phrase is ranked in the newest's window
+        self.recent = RecentWindow(db)
+
+    async def close(self) -> None:
+        await self.recent.close()
 
     async def ranked(
         self,
@@ -109,7 +107,7 @@ class SearchRepo:
         joined = f" JOIN papers p ON p.pk = papers_fts.rowid WHERE papers_fts MATCH ?{where}"
         source = joined if where else " WHERE papers_fts MATCH ?"
         if _ONE_PHRASE.fullmatch(fts):
-            in_window = await self._rank_in_window(fts, where, params, pool)
+            in_window = await self.recent.ranked(fts, where, params, pool, from_papers=self.recent_from)
             if in_window is not None:
                 return in_window
         one_word = _ONE_WORD_IN_COLUMN.fullmatch(fts)
@@ -121,46 +119,6 @@ class SearchRepo:
             (fts, *params, pool),
         )
         return [row[0] for row in rows]
-
-    async def _rank_in_window(
-        self, fts: str, where: str, params: Sequence[object], pool: int
-    ) -> list[int] | None:
-        """bm25's order of the whole index for the pool of a query of one phrase, ranked within the window of the
-        newest papers; None when the store is too small to gain by it, or when the pool reaches below the
-        window (fewer than `pool` candidates in it). The window's bm25 weighs each paper's hits by the window's
-        average length, not the whole index's: each paper's weighted hits are taken back from its scores and
-        scored again with the whole index's average, so the order is the one bm25 gives over the whole index."""
-        stored = await self.db.fetchone("SELECT papers FROM paper_count")
-        if stored is None or stored[0] < self.recent_from:
-            return None
-        joined = " JOIN papers p ON p.pk = papers_recent_fts.rowid" if where else ""
-        matching = f" WHERE papers_recent_fts MATCH ?{where}"
-        # Counted first without ranking (0.5 ms at most): a rarer phrase's pool reaches below the window.
-        totals = await self.db.fetchone(
-            f"SELECT (SELECT count(*) FROM (SELECT 1 FROM papers_recent_fts{joined}{matching} LIMIT ?)),"
-            " (SELECT block FROM papers_recent_fts_data WHERE id = 1),"
-            " (SELECT block FROM papers_fts_data WHERE id = 1)",
-            (fts, *params, pool),
-        )
-        if totals is None or totals[0] < pool or None in (totals[1], totals[2]):
-            return None
-        rows = await self.db.fetchall(
-            f"SELECT papers_recent_fts.rowid, {_RECENT_BM25}, d.sz FROM papers_recent_fts"
-            f" JOIN papers_recent_fts_docsize d ON d.id = papers_recent_fts.rowid{joined}{matching}"
-            " ORDER BY papers_recent_fts.rowid DESC LIMIT ?",
-            (fts, *params, pool),
-        )
-        if len(rows) < pool:  # the window moved on meanwhile
-            return None
-        in_window, in_index = _average_length(totals[1]), _average_length(totals[2])
-        scored = []
-        for pk, once, doubled, size in rows:
-            length = float(_varint_sum(size))
-            hits = _hits_from_scores(once, doubled, _length_factor(length, in_window))
-            if hits is None:
-                return None
-            scored.append((pk, hits, length))
-        return _bm25_order(scored, in_index)
 
     async def _held_by_many(self, word: str) -> bool:
         """Whether at least `own_rank_from` papers hold the word in any column (read up to that many entries,
@@ -188,17 +146,17 @@ class SearchRepo:
         totals = await self.db.fetchone("SELECT block FROM papers_fts_data WHERE id = 1")
         if not rows or totals is None:
             return [row[0] for row in rows]
-        weight = _WEIGHTS[column]
+        weight = WEIGHTS[column]
         scored = [
             # a mark per hit, besides any such character the text holds itself
             (
                 pk,
                 weight * ((marked or "").count("\x01") - (text or "").count("\x01")),
-                float(_varint_sum(size)),
+                float(varint_sum(size)),
             )
             for pk, size, marked, text in rows
         ]
-        return _bm25_order(scored, _average_length(totals[0]))
+        return bm25_order(scored, average_length(totals[0]))
 
     async def hits(self, pks: Sequence[int]) -> list[SearchHit]:
         """The papers of these row ids, in that order, as hits without a snippet (`with_snippets`)."""
@@ -356,66 +314,3 @@ class SearchRepo:
             (to_ts(end), *params, limit),
         )
         return [paper_from_row(r) for r in rows]
-
-
-def _bm25_order(scored: Sequence[tuple[int, float, float]], average: float) -> list[int]:
-    """Row ids best first by bm25 of one phrase, from each row's (id, weighted hits, length in tokens) and the
-    index's average length: fts5_aux.c's expression term for term, the idf left out (one phrase: the same
-    factor for every row), ties by row id as the search's ORDER BY score, pk."""
-    ranked = sorted(
-        (-(hits * (_K1 + 1.0)) / (hits + _length_factor(length, average)), pk) for pk, hits, length in scored
-    )
-    return [pk for _, pk in ranked]
-
-
-def _length_factor(length: float, average: float) -> float:
-    """bm25's k1 * (1 - b + b * D / avgdl), evaluated as fts5_aux.c does."""
-    return _K1 * (1 - _B + _B * length / average)
-
-
-def _hits_from_scores(once: float, doubled: float, length_factor: float) -> float | None:
-    """A row's weighted hits f from its bm25 scores with the weights (idf * f(k1+1) / (f+K)) and with them
-    doubled (idf * 2f(k1+1) / (2f+K)): their ratio r = 2(f+K) / (2f+K) holds neither the idf nor the count of
-    papers it comes from, so f = K(2-r) / 2(r-1). The weights are whole numbers: so is f, exactly once rounded.
-    None when the scores say nothing (no hit)."""
-    if once == 0.0:
-        return None
-    ratio = doubled / once
-    if not 1.0 < ratio < 2.0:
-        return None
-    return float(round(length_factor * (2.0 - ratio) / (2.0 * (ratio - 1.0))))
-
-
-def _average_length(averages: bytes) -> float:
-    """The average length in tokens of an FTS5 index's rows (its averages record: the row count, then each
-    column's tokens), as bm25 reads it."""
-    papers, *tokens = _varints(averages)
-    return sum(tokens) / papers if papers else 1.0
-
-
-def _varint_sum(blob: bytes) -> int:
-    """The sum of a record of SQLite varints below 2**56 (a docsize record: each column's tokens)."""
-    total = value = 0
-    for byte in blob:
-        value = (value << 7) | (byte & 0x7F)
-        if not byte & 0x80:
-            total, value = total + value, 0
-    return total
-
-
-def _varints(blob: bytes) -> list[int]:
-    """SQLite's variable-length integers, one after another (how FTS5 writes its size records)."""
-    values, i = [], 0
-    while i < len(blob):
-        value = 0
-        for n in range(9):
-            byte = blob[i]
-            i += 1
-            if n == 8:
-                value = (value << 8) | byte
-                break
-            value = (value << 7) | (byte & 0x7F)
-            if not byte & 0x80:
-                break
-        values.append(value)
-    return values

@@ -1,8 +1,9 @@
 """A query of one phrase is ranked, in a big store, within the full-text index of the newest papers only
-(migration 0019's window, kept by triggers), where bm25() counts the papers holding the phrase among a few
-thousand rather than a million. The order must stay the one bm25 gives over the whole index, although the
-window's average length differs from the whole index's; the window must hold exactly the newest papers, as
-papers come, change and go; and a pool reaching below the window is ranked over the whole index."""
+(migration 0019's window, bot/store/recent_fts.py), where bm25() counts the papers holding the phrase among a
+few thousand rather than a million. The order must stay the one bm25 gives over the whole index, although the
+window's average length differs from the whole index's; the window must hold exactly the newest papers once
+brought up to date, as papers come, change and go; a window behind the newest papers, or a pool reaching below
+it, is not used."""
 
 from __future__ import annotations
 
@@ -41,19 +42,24 @@ async def _window_statements(store: SqliteStore, statements: list[str]) -> None:
 
 
 async def _both_orders(
-    store: Store, text: str, *, pool: int, categories: Sequence[str] = ()
+    store: Store, text: str, *, pool: int, categories: Sequence[str] = (), refresh: bool = True
 ) -> tuple[list[int], list[int], bool]:
-    """(bm25's order over the whole index, the order ranked in the window, whether the window ranked it)."""
+    """(bm25's order over the whole index, the order ranked in the window, whether the window ranked it); the
+    window first brought up to date, unless not `refresh`."""
     assert isinstance(store, SqliteStore)
     fts = parse_query(text).to_fts5()
     assert fts is not None
     whole = await SearchRepo(store.db, recent_from=WHOLE_INDEX).ranked_ids(
         fts, pool=pool, categories=categories
     )
+    repo = SearchRepo(store.db, recent_from=0)
+    if refresh:
+        await repo.recent.refresh()
     statements: list[str] = []
     await _window_statements(store, statements)
     try:
-        windowed = await SearchRepo(store.db, recent_from=0).ranked_ids(fts, pool=pool, categories=categories)
+        windowed = await repo.ranked_ids(fts, pool=pool, categories=categories)
+        await repo.recent.refreshed()  # a refresh the search started
     finally:
         for connection in store.db.connections():
             await connection.set_trace_callback(None)
@@ -64,23 +70,26 @@ async def _both_orders(
 
 
 async def _set_span(store: SqliteStore, span: int) -> None:
-    """A window of `span` row ids, from the newest paper back (10,000 in a store)."""
+    """A window of `span` row ids from the newest paper back (10,000 in a store), up to date."""
     await store.db.execute(
-        "UPDATE papers_recent_window SET span = ?, low = (SELECT COALESCE(MAX(pk), 0) FROM papers) - ? + 1",
+        "UPDATE papers_recent_window SET span = ?, low = (SELECT COALESCE(MAX(pk), 0) FROM papers) - ? + 1,"
+        " high = (SELECT COALESCE(MAX(pk), 0) FROM papers)",
         (span, span),
     )
     await store.db.execute("INSERT INTO papers_recent_fts (papers_recent_fts) VALUES ('rebuild')")
 
 
 async def _window(store: SqliteStore) -> tuple[set[int], set[int]]:
-    """(the row ids the window's index holds, the row ids from its first on), through a word every test paper
-    holds."""
-    low = await store.db.fetchone("SELECT low FROM papers_recent_window")
-    assert low is not None
+    """(the row ids the window's index holds, through a word every test paper holds; the stored papers' among
+    the newest `span` row ids)."""
+    span = await store.db.fetchone("SELECT span FROM papers_recent_window")
+    assert span is not None
     indexed = await store.db.fetchall(
         "SELECT rowid FROM papers_recent_fts WHERE papers_recent_fts MATCH 'everywhere'"
     )
-    newest = await store.db.fetchall("SELECT pk FROM papers WHERE pk >= ?", (low[0],))
+    newest = await store.db.fetchall(
+        "SELECT pk FROM papers WHERE pk > (SELECT MAX(pk) FROM papers) - ?", (span[0],)
+    )
     return {r[0] for r in indexed}, {r[0] for r in newest}
 
 
@@ -153,48 +162,69 @@ async def test_a_pool_reaching_below_the_window_is_ranked_over_the_whole_index(
     assert not in_window and len(whole) > 20 and windowed == whole
 
 
+async def test_a_window_behind_the_newest_papers_is_brought_up_to_date(
+    store: Store, clock: FakeClock
+) -> None:
+    assert isinstance(store, SqliteStore)
+    await _set_span(store, 20)
+    papers = _recorded_papers()
+    await store.papers.upsert(papers[:30], seen_at=clock.now())
+    await store.papers.upsert(papers[30:35], seen_at=clock.now())  # newer than the window's last refresh
+    # Not ranked in a window missing the newest papers: over the whole index, and the window refreshed meanwhile.
+    whole, windowed, in_window = await _both_orders(store, "testing", pool=10, refresh=False)
+    assert not in_window and windowed == whole
+    whole, windowed, in_window = await _both_orders(store, "testing", pool=10, refresh=False)
+    assert in_window and windowed == whole
+
+
+def _quokka(n: int, word: str = "quokka") -> Paper:
+    return make_paper(n, title=f"On the {word}", abstract=f"A {word} everywhere, paper {n}.")
+
+
 async def test_the_window_holds_exactly_the_newest_papers(store: Store, clock: FakeClock) -> None:
     assert isinstance(store, SqliteStore)
-    await _set_span(store, 20)  # moves on every 2 new row ids
-
-    def paper(n: int, word: str = "quokka") -> Paper:
-        return make_paper(n, title=f"On the {word}", abstract=f"A {word} everywhere, paper {n}.")
-
+    await _set_span(store, 20)
+    repo = SearchRepo(store.db, recent_from=0)
+    repo.recent.chunk = 3  # several transactions per refresh
     for start in range(1, 60, 7):  # batches of 7, as polls bring them
-        await store.papers.upsert([paper(n) for n in range(start, start + 7)], seen_at=clock.now())
+        await store.papers.upsert([_quokka(n) for n in range(start, start + 7)], seen_at=clock.now())
+        await repo.recent.refresh()
         indexed, newest = await _window(store)
-        assert indexed == newest
-        assert 20 <= len(newest) <= 22 or len(newest) == start + 6  # every paper, until there are 20
-    # A new version changes a paper's text: within the window it is indexed again, below it nothing changes.
-    newest_pk = max(indexed)
-    low = min(indexed)
-    stored = await store.db.fetchall(
-        "SELECT arxiv_id, pk FROM papers WHERE pk IN (?, ?)", (newest_pk, low - 1)
-    )
-    by_pk = {r["pk"]: r["arxiv_id"] for r in stored}
+        assert indexed == newest and len(newest) == min(20, start + 6)
+    await store.papers.upsert(
+        [_quokka(n) for n in range(100, 150)], seen_at=clock.now()
+    )  # more than its span
+    await repo.recent.refresh()
+    indexed, newest = await _window(store)
+    assert indexed == newest and len(newest) == 20
+    # A new version changes a paper's text: within the window it is indexed again, below it nothing changes,
+    # and a paper newer than the window gets its new text when the window reaches it.
+    await store.papers.upsert([_quokka(n) for n in range(150, 153)], seen_at=clock.now())
+    rows = await store.db.fetchall("SELECT pk, arxiv_id FROM papers ORDER BY pk DESC LIMIT 24")
+    newer, inside, below = rows[0], rows[5], rows[23]
     changed = [
-        make_paper(1, arxiv_id=by_pk[pk], version=2, title="On the wombat", abstract="A wombat everywhere.")
-        for pk in (newest_pk, low - 1)
+        make_paper(
+            1, arxiv_id=row["arxiv_id"], version=2, title="On the wombat", abstract="A wombat everywhere."
+        )
+        for row in (newer, inside, below)
     ]
     await store.papers.upsert(changed, seen_at=clock.now())
+    await store.db.execute("DELETE FROM papers WHERE pk = ?", (rows[6]["pk"],))
+    await repo.recent.refresh()
+    indexed, newest = await _window(store)
+    assert indexed == newest and len(newest) == 19  # one of its row ids deleted
     found = await store.db.fetchall(
-        "SELECT rowid FROM papers_recent_fts WHERE papers_recent_fts MATCH 'wombat' ORDER BY rowid"
+        "SELECT rowid FROM papers_recent_fts WHERE papers_recent_fts MATCH 'wombat'"
     )
-    assert [r[0] for r in found] == [newest_pk]
+    assert {r[0] for r in found} == {newer["pk"], inside["pk"]}
     gone = await store.db.fetchall(
         "SELECT rowid FROM papers_recent_fts WHERE papers_recent_fts MATCH 'quokka'"
     )
-    assert newest_pk not in {r[0] for r in gone}
-    await store.db.execute("DELETE FROM papers WHERE pk = ?", (newest_pk - 1,))
-    indexed, newest = await _window(store)
-    assert indexed == newest and newest_pk - 1 not in indexed
-    # What it indexes matches its content, row for row: bm25 over it counts what a fresh index would.
+    assert not {newer["pk"], inside["pk"]} & {r[0] for r in gone}
+    # What it indexes is its content, row for row: bm25 over it counts what a fresh index of it would.
     await store.db.execute("INSERT INTO papers_recent_fts (papers_recent_fts) VALUES ('integrity-check')")
-    before = await store.db.fetchall(
-        "SELECT rowid, bm25(papers_recent_fts) FROM papers_recent_fts WHERE papers_recent_fts MATCH 'everywhere'"
-    )
+    scores = "SELECT rowid, bm25(papers_recent_fts) FROM papers_recent_fts WHERE papers_recent_fts MATCH 'everywhere'"
+    before = [tuple(r) for r in await store.db.fetchall(scores)]
     await store.db.execute("INSERT INTO papers_recent_fts (papers_recent_fts) VALUES ('rebuild')")
-    after = await store.db.fetchall(
-        "SELECT rowid, bm25(papers_recent_fts) FROM papers_recent_fts WHERE papers_recent_fts MATCH 'everywhere'"
-    )
-    assert [tuple(r) for r in before] == [tuple(r) for r in after]
+    assert [tuple(r) for r in await store.db.fetchall(scores)] == before
+    await repo.close()
