@@ -45,13 +45,13 @@ class RecentWindow:
         # The window's candidates counted first, without ranking (0.5 ms at most), and only in a big store
         # with the window up to date.
         state = await self.db.fetchone(
-            "SELECT (SELECT papers FROM paper_count) >= ?,"
-            " w.high >= (SELECT COALESCE(MAX(pk), 0) FROM papers),"
-            f" (SELECT count(*) FROM (SELECT 1 FROM papers_recent_fts{joined}{matching} LIMIT ?)),"
+            "SELECT big, current, CASE WHEN big AND current THEN"
+            f" (SELECT count(*) FROM (SELECT 1 FROM papers_recent_fts{joined}{matching} LIMIT ?)) END,"
             " (SELECT block FROM papers_recent_fts_data WHERE id = 1),"
             " (SELECT block FROM papers_fts_data WHERE id = 1)"
-            " FROM papers_recent_window w",
-            (from_papers, fts, *params, pool),
+            " FROM (SELECT (SELECT papers FROM paper_count) >= ? AS big,"
+            " high >= (SELECT COALESCE(MAX(pk), 0) FROM papers) AS current FROM papers_recent_window)",
+            (fts, *params, pool, from_papers),
         )
         if state is None or not state[0]:
             return None

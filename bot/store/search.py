@@ -3,7 +3,9 @@
 Every read here costs what a page of results costs, not what the number of matches costs: a word in 90% of a
 million papers matches 900,000 of them, and ranking them all took seconds. Ranking runs within a bounded pool
 (the newest `pool` candidates, which FTS5 yields in rowid order and stops after), snippets are cut for the hits
-shown only, a bare category reads its own index newest first, and counts stop at a cap.
+shown only, a bare category reads its own index newest first, and counts stop at a cap. In a big store, a query
+of one phrase is ranked within the newest papers' own index (bot/store/recent_fts.py), where bm25's count of the
+papers holding the phrase stays small, in the order bm25 gives over the whole index.
 """
 
 from __future__ import annotations
