@@ -35,7 +35,7 @@ def _recorded_papers() -> list[Paper]:
     return papers
 
 
-async def _window_statements(store: SqliteStore, statements: list[str]) -> None:
+async def _trace_statements(store: SqliteStore, statements: list[str]) -> None:
     """Record every statement the store's connections run (SQLite's own trace), to tell which index ranked."""
     for connection in store.db.connections():
         await connection.set_trace_callback(statements.append)
@@ -56,7 +56,7 @@ async def _both_orders(
     if refresh:
         await repo.recent.refresh()
     statements: list[str] = []
-    await _window_statements(store, statements)
+    await _trace_statements(store, statements)
     try:
         windowed = await repo.ranked_ids(fts, pool=pool, categories=categories)
         await repo.recent.refreshed()  # a refresh the search started
@@ -175,6 +175,25 @@ async def test_a_window_behind_the_newest_papers_is_brought_up_to_date(
     assert not in_window and windowed == whole
     whole, windowed, in_window = await _both_orders(store, "testing", pool=10, refresh=False)
     assert in_window and windowed == whole
+
+
+async def test_a_small_store_ranks_over_the_whole_index(store: Store, clock: FakeClock) -> None:
+    # Below 100,000 papers bm25's count over the whole index costs less than the window's ranking adds: the
+    # window is neither used nor kept up to date.
+    assert isinstance(store, SqliteStore)
+    await store.papers.upsert(_recorded_papers(), seen_at=clock.now())
+    statements: list[str] = []
+    await _trace_statements(store, statements)
+    try:
+        ranked = await store.search.ranked_ids('"testing"', pool=10)
+        await store.search.recent.refreshed()
+    finally:
+        for connection in store.db.connections():
+            await connection.set_trace_callback(None)
+    assert len(ranked) == 10
+    assert not any("bm25(papers_recent_fts" in s for s in statements)
+    window = await store.db.fetchone("SELECT high FROM papers_recent_window")
+    assert window is not None and window[0] == 0  # as the migration left it in the empty store
 
 
 def _quokka(n: int, word: str = "quokka") -> Paper:
