@@ -61,22 +61,26 @@ class RecentWindow:
             return None
         if found < pool or in_window is None or in_index is None:
             return None
+        # Whether the window is still up to date, asked again in the statement that reads it (another read
+        # connection, perhaps after new papers came).
         rows = await self.db.fetchall(
-            f"SELECT papers_recent_fts.rowid, {_SCORES}, d.sz FROM papers_recent_fts"
+            f"SELECT papers_recent_fts.rowid, {_SCORES}, d.sz,"
+            " (SELECT high FROM papers_recent_window) >= (SELECT COALESCE(MAX(pk), 0) FROM papers)"
+            f" FROM papers_recent_fts"
             f" JOIN papers_recent_fts_docsize d ON d.id = papers_recent_fts.rowid{joined}{matching}"
             " ORDER BY papers_recent_fts.rowid DESC LIMIT ?",
             (fts, *params, pool),
         )
+        if not rows or len(rows) < pool or not rows[-1][4]:  # it moved on, or newer papers came, meanwhile
+            return None
         window_average = average_length(in_window)
         scored = []
-        for pk, once, doubled, size in rows:
+        for pk, once, doubled, size, _ in rows:
             length = float(varint_sum(size))
             hits = hits_from_scores(once, doubled, length_factor(length, window_average))
             if hits is None:
                 return None
             scored.append((pk, hits, length))
-        if len(scored) < pool:  # papers newer than the window came meanwhile: its pool is not theirs
-            return None
         return bm25_order(scored, average_length(in_index))
 
     def refresh_soon(self) -> None:
