@@ -50,7 +50,6 @@ from bot.loopback.discord import (  # noqa: E402
     LoopbackDiscord,
 )
 from bot.loopback.harness import running_paperbot  # noqa: E402
-from bot.store import SqliteStore  # noqa: E402
 
 OUT = ROOT / "bench" / "out"
 GOAL_P95_MS = 300
@@ -135,10 +134,23 @@ class BotMemory:
     timings: dict[str, list[float]] = field(default_factory=dict)  # the mix's, command -> ms
 
 
+def read_only(path: Path) -> sqlite3.Connection:
+    """The kept store, for reading: opening it as a store would migrate it (each run migrates its own copy, at
+    its first start, as a deployment would)."""
+    return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+
+
 async def papers_only(size: int) -> Path:
     """The store of `size` papers and nothing else, built once and kept (bench/out/ is git-ignored)."""
     OUT.mkdir(exist_ok=True)
     path = OUT / f"papers-{size}.sqlite3"
+    if path.exists():
+        kept = read_only(path)
+        try:
+            if kept.execute("SELECT COUNT(*) FROM papers").fetchone()[0] >= size:
+                return path
+        finally:
+            kept.close()
     clock = FakeClock(datetime.fromtimestamp(NOW_SECONDS, UTC))
     store = await build(path, size, clock)
     await store.db.writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -179,14 +191,20 @@ async def pick_words(store_path: Path, size: int) -> dict[str, str]:
     """Queries of known cost: the most common word, a mid-frequency one, and a custom topic's query that a
     server may follow (at most 25% of the papers, 50,000 candidates)."""
     words = Corpus(seed=11).words
-    async with await SqliteStore.open(store_path) as store:
+    kept = read_only(store_path)
+    try:
         cap = min(50_000, size // 4)
         broad = words[1]
         for rank in (20, 40, 80, 160, 320, 640):
-            found = await store.search.count(f'"{words[rank]}"', cap=cap + 1)
+            found = kept.execute(
+                "SELECT COUNT(*) FROM (SELECT 1 FROM papers_fts WHERE papers_fts MATCH ? LIMIT ?)",
+                (f'"{words[rank]}"', cap + 1),
+            ).fetchone()[0]
             if found <= cap:
                 broad = words[rank]
                 break
+    finally:
+        kept.close()
     return {"common": words[0], "mid": words[2000], "broad": broad, "not": f"{words[0]} ANDNOT {words[3]}"}
 
 

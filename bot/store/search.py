@@ -3,7 +3,9 @@
 Every read here costs what a page of results costs, not what the number of matches costs: a word in 90% of a
 million papers matches 900,000 of them, and ranking them all took seconds. Ranking runs within a bounded pool
 (the newest `pool` candidates, which FTS5 yields in rowid order and stops after), snippets are cut for the hits
-shown only, a bare category reads its own index newest first, and counts stop at a cap.
+shown only, a bare category reads its own index newest first, and counts stop at a cap. In a big store, a query
+of one phrase is ranked within the newest papers' own index (bot/store/recent_fts.py), where bm25's count of the
+papers holding the phrase stays small, in the order bm25 gives over the whole index.
 """
 
 from __future__ import annotations
@@ -15,14 +17,13 @@ from dataclasses import replace
 from datetime import datetime
 
 from bot.models import HIGHLIGHT_END, HIGHLIGHT_START, Paper, SearchHit
+from bot.store.bm25 import WEIGHTS, average_length, bm25_order, varint_sum
 from bot.store.database import Database
 from bot.store.papers import paper_filter, paper_from_row, to_ts
+from bot.store.recent_fts import RecentWindow
 from bot.store.snippets import snippets
 
-# bm25 weights per column (title, abstract, authors): a hit in the title says most about a paper.
-_WEIGHTS = (4.0, 1.0, 2.0)
-_BM25 = f"bm25(papers_fts, {', '.join(map(str, _WEIGHTS))})"
-_K1, _B = 1.2, 0.75  # FTS5's bm25 constants (fts5_aux.c)
+_BM25 = f"bm25(papers_fts, {', '.join(map(str, WEIGHTS))})"
 # One word (or prefix) within one short column, as `ti:dodo` or `au:smith` give it: bm25 applies the filter by
 # decoding the positions of every paper holding the word to count them (58 ms for a word in nearly every one of
 # 1M papers, 3 ms at 10k). Ranked here from the pool's own positions instead (`_rank_one_word`) once at least
@@ -31,14 +32,27 @@ _ONE_WORD_IN_COLUMN = re.compile(r'(title|authors) : ("[^"\s]+"\*?)')
 _NAMES = ("title", "abstract", "authors")
 _COLUMNS = {name: i for i, name in enumerate(_NAMES)}
 _OWN_RANK_FROM = 100_000
+# One phrase (a word, a prefix, words in a row), in every column or in one. Its bm25 order does not depend on how
+# many papers hold it (one phrase, one idf: a factor common to every paper), so its pool is ranked within the
+# window of the newest papers (bot/store/recent_fts.py) once the store holds _RECENT_FROM papers: below that, bm25's
+# count over the whole index costs less than what the window's ranking adds (~3 ms for 2,000 candidates).
+_ONE_PHRASE = re.compile(r'(?:(?:title|abstract|authors) : )?"(?:[^"]|"")*"\*?')
+_RECENT_FROM = 100_000
 _NO_TEXT_SNIPPET = 240  # characters of the abstract shown when there are no words to highlight
 _MAX_CATEGORY_ARMS = 16  # categories read index by index; more (rare) fall back to one filtered scan
 
 
 class SearchRepo:
-    def __init__(self, db: Database, *, own_rank_from: int = _OWN_RANK_FROM) -> None:
+    def __init__(
+        self, db: Database, *, own_rank_from: int = _OWN_RANK_FROM, recent_from: int = _RECENT_FROM
+    ) -> None:
         self.db = db
         self.own_rank_from = own_rank_from  # papers holding a word in a column ranked here, not by bm25
+        self.recent_from = recent_from  # papers stored from which one phrase is ranked in the newest's window
+        self.recent = RecentWindow(db)
+
+    async def close(self) -> None:
+        await self.recent.close()
 
     async def ranked(
         self,
@@ -94,6 +108,10 @@ class SearchRepo:
         )
         joined = f" JOIN papers p ON p.pk = papers_fts.rowid WHERE papers_fts MATCH ?{where}"
         source = joined if where else " WHERE papers_fts MATCH ?"
+        if _ONE_PHRASE.fullmatch(fts):
+            in_window = await self.recent.ranked(fts, where, params, pool, from_papers=self.recent_from)
+            if in_window is not None:
+                return in_window
         one_word = _ONE_WORD_IN_COLUMN.fullmatch(fts)
         if one_word is not None and await self._held_by_many(one_word[2]):
             return await self._rank_one_word(fts, _COLUMNS[one_word[1]], source, params, pool)
@@ -130,18 +148,17 @@ class SearchRepo:
         totals = await self.db.fetchone("SELECT block FROM papers_fts_data WHERE id = 1")
         if not rows or totals is None:
             return [row[0] for row in rows]
-        papers, *tokens = _varints(totals[0])
-        average = sum(tokens) / papers
-        weight = _WEIGHTS[column]
-        scored = []
-        for pk, size, marked, text in rows:
-            freq = weight * ((marked or "").count("\x01") - (text or "").count("\x01"))  # a mark per hit
-            length = float(sum(_varints(size)))
-            # fts5_aux.c's expression, term for term (the idf factor left out: the same for every row)
-            score = (freq * (_K1 + 1.0)) / (freq + _K1 * (1 - _B + _B * length / average))
-            scored.append((-score, pk))
-        scored.sort()
-        return [pk for _, pk in scored]
+        weight = WEIGHTS[column]
+        scored = [
+            # a mark per hit, besides any such character the text holds itself
+            (
+                pk,
+                weight * ((marked or "").count("\x01") - (text or "").count("\x01")),
+                float(varint_sum(size)),
+            )
+            for pk, size, marked, text in rows
+        ]
+        return bm25_order(scored, average_length(totals[0]))
 
     async def hits(self, pks: Sequence[int]) -> list[SearchHit]:
         """The papers of these row ids, in that order, as hits without a snippet (`with_snippets`)."""
@@ -299,21 +316,3 @@ class SearchRepo:
             (to_ts(end), *params, limit),
         )
         return [paper_from_row(r) for r in rows]
-
-
-def _varints(blob: bytes) -> list[int]:
-    """SQLite's variable-length integers, one after another (how FTS5 writes its size records)."""
-    values, i = [], 0
-    while i < len(blob):
-        value = 0
-        for n in range(9):
-            byte = blob[i]
-            i += 1
-            if n == 8:
-                value = (value << 8) | byte
-                break
-            value = (value << 7) | (byte & 0x7F)
-            if not byte & 0x80:
-                break
-        values.append(value)
-    return values

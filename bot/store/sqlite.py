@@ -48,6 +48,7 @@ class SqliteStore:
         return store
 
     async def close(self) -> None:
+        await self.search.close()  # a refresh of the newest papers' index under way
         await self.db.close()
 
     async def __aenter__(self) -> Self:
