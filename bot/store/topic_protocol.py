@@ -66,6 +66,10 @@ class TopicRepository(Protocol):
     async def count_own(self, guild_id: int) -> int:
         """How many topics a server has of its own."""
 
+    async def lock_catalog(self) -> None:
+        """Inside a transaction: wait until no other process is storing the catalog, and keep them waiting until
+        the transaction ends (processes starting at once on one database store it one after the other)."""
+
     async def rekey_legacy(self) -> list[tuple[TopicRow, str]]:
         """Give topics saved before names were keyed their name's key as slug (a taken key gets "-<id>"
         appended) and return (topic, new slug) for each changed. A store that never held such topics

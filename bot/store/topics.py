@@ -152,6 +152,9 @@ class TopicRepo(TopicDayCounts):
         row = await self.db.fetchone("SELECT COUNT(*) FROM topics WHERE guild_id = ?", (guild_id,))
         return int(row[0]) if row else 0
 
+    async def lock_catalog(self) -> None:
+        """SQLite's write transaction (BEGIN IMMEDIATE) already keeps every other writer waiting."""
+
     async def rekey_legacy(self) -> list[tuple[TopicRow, str]]:
         """Give the server topics queued by migration 0007 their key as slug (SQL has no Unicode case folding,
         so the migration only finds them). A key already taken in that server keeps the topic reachable by

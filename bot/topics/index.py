@@ -112,6 +112,36 @@ class TopicIndex:
         hold through them, and match the history of catalog topics that are new or changed (or, with
         `history_later`, queue it for `catch_up`, which the bot runs in the background once it answers
         commands). Raises CatalogError naming the topic whose parent is unknown or makes a cycle."""
+        # One process at a time (several may start at once on one database): the catalog's rows are stored in
+        # one transaction, which also keeps a half-stored catalog from being seen.
+        async with self.store.transaction():
+            await self.store.topics.lock_catalog()
+            changed, moved, saved = await self._store_catalog(catalog)
+            await self.store.topics.queue_history(changed, self.clock.now())
+        queries = {saved[t.slug].id: t.query for t in catalog}
+        for row in await self.store.topics.all():
+            known = queries.get(
+                row.id
+            )  # else a server's topic, or one gone from the catalog: its stored query
+            self.register(
+                row, known if known is not None else stored_query(row.query, is_catalog=row.is_catalog)
+            )
+        for topic_id in await self.store.topics.history_queue():  # with those a restart interrupted
+            self._progress.setdefault(topic_id, HistoryProgress())
+        await self.rebuild(
+            ancestor
+            for topic_id in moved
+            if topic_id is not None and topic_id in self._owners
+            for ancestor in self.lineage(topic_id)
+        )
+        if not history_later:
+            await self.catch_up()
+
+    async def _store_catalog(
+        self, catalog: Sequence[CatalogTopic]
+    ) -> tuple[list[int], list[int | None], dict[str, TopicRow]]:
+        """Write the catalog's topics and their tree; returns the topics whose query changed, those that moved
+        (with their former parents) and every catalog row by slug."""
         for row, slug in await self.store.topics.rekey_legacy():
             log.info(
                 "topic %d (%s) of server %d: slug %r is now %r",
@@ -143,25 +173,7 @@ class TopicIndex:
             parent = saved[topic.parent].id if topic.parent is not None else None
             if await self.store.topics.set_parent(row.id, parent, self.clock.now()):
                 moved += [row.id, row.parent_id]
-        queries = {saved[t.slug].id: t.query for t in catalog}
-        for row in await self.store.topics.all():
-            known = queries.get(
-                row.id
-            )  # else a server's topic, or one gone from the catalog: its stored query
-            self.register(
-                row, known if known is not None else stored_query(row.query, is_catalog=row.is_catalog)
-            )
-        await self.store.topics.queue_history(changed, self.clock.now())
-        for topic_id in await self.store.topics.history_queue():  # with those a restart interrupted
-            self._progress.setdefault(topic_id, HistoryProgress())
-        await self.rebuild(
-            ancestor
-            for topic_id in moved
-            if topic_id is not None and topic_id in self._owners
-            for ancestor in self.lineage(topic_id)
-        )
-        if not history_later:
-            await self.catch_up()
+        return changed, moved, saved
 
     async def catch_up(self) -> int:
         """Match the history of every queued topic, a batch at a time (each a short transaction, with the

@@ -15,12 +15,14 @@ from hypothesis import strategies as st
 from bot.clock import FakeClock
 from bot.config import load_settings
 from bot.errors import ConfigError, Unreachable
-from bot.models import Paper
+from bot.models import CATALOG_GUILD, Paper
 from bot.sources.arxiv_api import parse_feed
 from bot.store import open_store
 from bot.store.postgres import PostgresStore
 from bot.store.postgres.database import bundled_migrations
 from bot.store.postgres.fts_query import to_condition, to_tsquery
+from bot.topics.catalog import load_catalog
+from bot.topics.index import TopicIndex
 from bot.topics.query import QuerySyntaxError, fold_words, parse_query
 from tests.cli.process import run_cli
 from tests.factories import make_paper
@@ -69,6 +71,27 @@ async def test_a_database_of_the_first_schema_gains_the_card_actions_tables_keep
         assert await upgraded.db.fetchall("SELECT channel_id FROM delivery_leases") == []
         assert await upgraded.saved.save(7, make_paper(1).arxiv_id, clock.now())
         assert [s.paper.arxiv_id for s in await upgraded.saved.newest(7, limit=5)] == [make_paper(1).arxiv_id]
+
+
+async def test_processes_starting_at_once_store_the_catalog_one_after_the_other(
+    postgres_cluster: Cluster, clock: FakeClock
+) -> None:
+    """Three processes started together on an empty database each store the catalog at start: without a lock
+    they raced on the topics' unique name index (one died with a traceback) or deadlocked on each other's rows.
+    Several rounds, each on a new database, since a race shows only sometimes."""
+    catalog = load_catalog()
+    for _ in range(6):
+        url = postgres_cluster.new_database()
+        stores = [await PostgresStore.open(url, clock) for _ in range(3)]
+        try:
+            await asyncio.gather(*(TopicIndex(s, clock).start(catalog, history_later=True) for s in stores))
+            rows = await stores[0].topics.own(CATALOG_GUILD)
+            assert sorted(row.slug for row in rows) == sorted(topic.slug for topic in catalog)
+            queued = await stores[0].topics.history_queue()
+            assert sorted(queued) == sorted(row.id for row in rows)  # each new topic's history queued once
+        finally:
+            for store in stores:
+                await store.close()
 
 
 async def test_a_failed_transaction_leaves_nothing_in_the_index(postgres_url: str, clock: FakeClock) -> None:

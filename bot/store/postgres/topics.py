@@ -29,6 +29,7 @@ def _pairs(pairs: Sequence[tuple[int, str]]) -> tuple[list[int], list[str]]:
     return [t for t, _ in unique], [a for _, a in unique]
 
 
+_CATALOG_LOCK = 0x70617063  # advisory lock key held while a process stores the catalog (`lock_catalog`)
 _Prefilter = tuple[str | None, tuple[str, ...], datetime | None]  # fts, categories, since
 
 
@@ -146,6 +147,11 @@ class TopicRepo(TopicDayCounts):
     async def count_own(self, guild_id: int) -> int:
         row = await self.db.fetchone("SELECT COUNT(*) FROM topics WHERE guild_id = ?", (guild_id,))
         return int(row[0]) if row else 0
+
+    async def lock_catalog(self) -> None:
+        """A transaction-level advisory lock: two processes saving the catalog's topics at once raced on the
+        topics' unique name index (one died at its start) or deadlocked on each other's rows."""
+        await self.db.fetchone("SELECT pg_advisory_xact_lock(?)", (_CATALOG_LOCK,))
 
     async def rekey_legacy(self) -> list[tuple[TopicRow, str]]:
         """Topics saved before names were keyed exist only in SQLite stores (migration 0007): none here."""
