@@ -100,6 +100,13 @@ class DeliveryReport:
     failed: int = 0
     broken_channels: list[int] = field(default_factory=list)
 
+    def add(self, other: DeliveryReport) -> None:
+        self.sent += other.sent
+        self.summarised += other.summarised
+        self.retried += other.retried
+        self.failed += other.failed
+        self.broken_channels += other.broken_channels
+
 
 async def enqueue_for_new_papers(
     store: Store,
@@ -165,6 +172,9 @@ class DeliveryWorker:
         self.channel_concurrency = channel_concurrency
         self.claim_batch = max(1, claim_batch)  # channels claimed at a time: see deliver_once
         self._progress: asyncio.Event | None = None  # set by each post of a round (deliver_once)
+        self.yielding: set[int] = (
+            set()
+        )  # channels beyond this worker's share: left after their post in flight
         self.stopping = False  # set on shutdown: the post in flight finishes, the rest stays queued
         self.lease = timedelta(seconds=lease_seconds)  # longer than any one post, retries included
         # Unique across processes and restarts: a restarted process must not find its old leases its own.
@@ -211,6 +221,25 @@ class DeliveryWorker:
         )
         return len(items)
 
+    async def deliver(self) -> DeliveryReport:
+        """Rounds (`deliver_once`) until no channel has posts due. While other workers hold the channels with
+        posts due, this one stays in: it claims again every RECLAIM_SECONDS (each other worker then leaves it
+        its share, see deliver_once), so a channel they free (done, yielded, or their worker killed) is taken
+        over within a second, not at the next DELIVER_INTERVAL_SECONDS."""
+        total = DeliveryReport()
+        try:
+            while True:
+                total.add(await self.deliver_once())
+                now = self.clock.now()
+                share = await self.store.deliveries.share(
+                    self.worker_id, now, now + self.lease, console=self.console
+                )
+                if share.busy == 0 or self.stopping:
+                    return total
+                await self.clock.alarm(RECLAIM_SECONDS)
+        finally:
+            await self.store.deliveries.leave(self.worker_id)
+
     async def deliver_once(self) -> DeliveryReport:
         """One round: channels in parallel (Discord rate-limits each channel on its own), each channel's posts
         in announcement order, one at a time.
@@ -220,7 +249,12 @@ class DeliveryWorker:
         they post and a killed worker strands only its share; and a channel whose lease expired (its worker
         died) is taken over at this worker's next claim, within the round, not a round later: at the latest
         RECLAIM_SECONDS after the last, even while every channel of this round waits on its own rate limit and
-        no post starts."""
+        no post starts.
+
+        A worker holds at most its share of the channels with posts due (the store's `share`: those channels
+        over the workers in a round), so a worker killed strands no more than that; one that holds more (it
+        started first, or others joined since) leaves the channels it claimed last after their post in flight,
+        for the others to claim."""
         report = DeliveryReport()
         await self.store.deliveries.keep_alive(self.worker_id)  # before claiming: others see it running
         running: dict[asyncio.Task[None], int] = {}
@@ -238,6 +272,7 @@ class DeliveryWorker:
                     await self._deliver_channel(channel_id, report)
             finally:
                 await self._release(channel_id)
+                self.yielding.discard(channel_id)
                 progress.set()
 
         failure: BaseException | None = None
@@ -246,21 +281,28 @@ class DeliveryWorker:
             progress.clear()  # before the claim: a post made while it runs wakes the next turn
             may_claim = room > 0 and failure is None and not self.stopping
             if may_claim and (more or self.clock.monotonic() >= last_claim + RECLAIM_SECONDS):
-                want, last_claim, now = min(room, self.claim_batch), self.clock.monotonic(), self.clock.now()
-                claimed = await self.store.deliveries.claim_channels(
-                    self.worker_id,
-                    "each",
-                    now,
-                    now + self.lease,
-                    console=self.console,
-                    limit=want + len(running),  # its own running channels may come back too
+                last_claim, now = self.clock.monotonic(), self.clock.now()
+                holding = [c for c in running.values() if c not in self.yielding]  # in the order claimed
+                share = await self.store.deliveries.share(
+                    self.worker_id, now, now + self.lease, console=self.console
                 )
-                new = [c for c in claimed if c not in running.values()]
-                await self.store.deliveries.release(self.worker_id, new[room:])  # beyond its concurrency
-                for channel_id in new[:room]:
-                    running[asyncio.create_task(one_channel(channel_id))] = channel_id
-                more = len(new) >= want
-                log.debug("claimed channels %s (%d running)", new[:room], len(running))
+                self.yielding.update(holding[share.channels :])  # beyond its share: those claimed last
+                want = min(room, self.claim_batch, share.channels - len(holding))
+                more = False
+                if want > 0:
+                    claimed = await self.store.deliveries.claim_channels(
+                        self.worker_id,
+                        "each",
+                        now,
+                        now + self.lease,
+                        console=self.console,
+                        limit=want,
+                        holding=list(running.values()),  # renewed as they post: not claimed again
+                    )
+                    for channel_id in claimed:
+                        running[asyncio.create_task(one_channel(channel_id))] = channel_id
+                    more = len(claimed) >= want
+                    log.debug("claimed channels %s (%d running)", claimed, len(running))
             if not running:
                 break
             waiters: set[asyncio.Future[Any]] = {asyncio.create_task(progress.wait())}
@@ -286,13 +328,13 @@ class DeliveryWorker:
         due = await self.store.deliveries.for_channel(channel_id, mode="each", now=self.clock.now())
         now_posting, rest = due[: self.per_channel], due[self.per_channel :]
         for item in now_posting:
-            if self.stopping:
-                return
+            if self.stopping or channel_id in self.yielding:
+                return  # the rest stays queued: for this worker's next round, or another worker (its share)
             nonce = nonce_for(channel_id, item.paper.arxiv_id)
             post = partial(self.poster.post_card, channel_id, item.paper, card_topics(item), nonce)
             if not await self._post_or_smaller(channel_id, [item], report, post):
                 return  # rate-limited, failing or gone: the rest of this channel waits for a later cycle
-        if rest and not self.stopping:
+        if rest and not (self.stopping or channel_id in self.yielding):
             text = more_papers_text(rest)
             nonce = nonce_for(channel_id, f"more:{rest[0].id}:{rest[-1].id}")
             post = partial(self.poster.post_text, channel_id, text, nonce)

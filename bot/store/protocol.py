@@ -37,6 +37,7 @@ from bot.models import (
     SourceState,
     UpsertResult,
     Wanted,
+    WorkShare,
 )
 from bot.store.member_protocol import RatingRepository, SavedRepository, SimilarRepository
 from bot.store.scorer_models import ScorerModelRepository
@@ -260,16 +261,26 @@ class DeliveryRepository(Protocol):
         *,
         console: bool = False,
         limit: int = 50,
+        holding: Sequence[int] = (),
     ) -> list[int]:
         """Take the lease, until `until`, of up to `limit` channels (Discord's, or with `console` the
         terminal's) with rows of this mode due by `now` or left 'sending', whose lease is free, expired or
-        `worker`'s already. Workers claiming at once (other processes too) never get the same channel."""
+        `worker`'s already, other than those it is `holding` (posting in now: their leases are renewed by
+        `hold`). Workers claiming at once (other processes too) never get the same channel."""
 
     async def hold(self, worker: str, channel_id: int, now: datetime, until: datetime) -> bool:
         """Take or renew one channel's lease until `until`; False when another worker holds it unexpired."""
 
     async def release(self, worker: str, channel_ids: Sequence[int]) -> None:
         """Free the leases `worker` holds on these channels."""
+
+    async def share(self, worker: str, now: datetime, until: datetime, *, console: bool = False) -> WorkShare:
+        """Show `worker` in a round (claiming, posting or waiting for channels others hold) until `until`, and
+        count the channels (Discord's, or with `console` the terminal's) with 'each' rows due by `now` or left
+        'sending', and the workers in a round now (on PostgreSQL only those whose process runs)."""
+
+    async def leave(self, worker: str) -> None:
+        """`worker`'s round is over: it no longer counts among the workers sharing the channels."""
 
     async def keep_alive(self, worker: str) -> None:
         """Show `worker` as running while this process runs: once its process dies, other workers take its
