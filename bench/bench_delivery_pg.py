@@ -107,6 +107,19 @@ def timeline(times: list[datetime]) -> str:
     return " ".join(str(per_second[s]) for s in range(max(per_second) + 1))
 
 
+def late_channels(discord: LoopbackDiscord, channels: list[int], first: datetime, floor: float) -> str:
+    """The channels whose last post came after the floor: each post's second from the first post of the run."""
+    late = []
+    for channel in channels:
+        times = sorted(
+            (datetime.fromisoformat(m["timestamp"]) - first).total_seconds()
+            for m in discord.messages(channel)
+        )
+        if times and times[-1] > floor + 0.5:
+            late.append(f"#{channels.index(channel)}: " + " ".join(f"{t:.1f}" for t in times))
+    return "late channels (posts at s): " + ("; ".join(late) or "none")
+
+
 def rate_limited(logs: list[Path]) -> tuple[int, int]:
     """(global, per channel) 429s the workers' discord.py clients logged."""
     text = "".join(log.read_text(errors="replace") for log in logs)
@@ -150,7 +163,7 @@ async def run(server: str, workers: int, kill: bool, args: argparse.Namespace, f
                 victim = await holder(url, procs)
                 victim.send_signal(signal.SIGKILL)
                 await victim.wait()
-                killed = f", one killed at {posted()} posts"
+                killed = f", one killed at {posted()} posts ({time.monotonic() - first:.1f} s)"
             await discord.wait_for(lambda: posted() >= total, timeout=600)
             elapsed = time.monotonic() - first
             await wait_all_sent(url, total)
@@ -176,6 +189,7 @@ async def run(server: str, workers: int, kill: bool, args: argparse.Namespace, f
     global_429, channel_429 = rate_limited(logs)
     if args.timeline:
         print(f"posts per second, {workers} processes{killed}:", timeline(discord_times), flush=True)
+        print(late_channels(discord, channels, min(discord_times), floor), flush=True)
     return (
         f"| {workers}{killed} | {total} | {len(channels)} | {'yes' if once else 'NO'} | {elapsed:.1f} | {floor:.0f} | "
         f"**{ratio:.2f}x** ({verdict}) | {global_429} / {channel_429} | {os.getloadavg()[0]:.1f} |"

@@ -8,8 +8,11 @@ sent again.
 Any number of workers, in any number of processes, share the outbox by channel: a worker claims a channel's lease
 (the store's `claim_channels`), renews it before each post and frees it when the channel is done, so a channel's
 order and its rate limit stay in one worker. A worker killed while holding channels frees them when their lease
-expires, or on PostgreSQL at once, its session gone (each round first shows the worker running: `keep_alive`); the worker that claims one next first checks its rows left 'sending', as after a crash. Rate limits and server errors are retried later with backoff; a channel Discord refuses (deleted,
-access removed) marks its follows broken instead of being retried forever. A post Discord rejects (400) is
+expires, or on PostgreSQL at once, its session gone (each round first shows the worker running: `keep_alive`); the
+worker that claims one next first checks its rows left 'sending', as after a crash. A worker holds at most its share
+of the channels with posts due, so a kill strands no more than that, and one with nothing to claim while others
+hold posts due stays in, claiming again every second (`deliver`). Rate limits and server errors are retried later
+with backoff; a channel Discord refuses (deleted, access removed) marks its follows broken instead of being retried forever. A post Discord rejects (400) is
 tried again at once in a smaller form: a digest split in halves, a single paper as one line of text; only a
 paper whose line is rejected too is marked failed, so no paper is dropped for being too big.
 """
@@ -17,6 +20,7 @@ paper whose line is rejected too is marked failed, so no paper is dropped for be
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import hashlib
 import logging
@@ -235,10 +239,14 @@ class DeliveryWorker:
                     self.worker_id, now, now + self.lease, console=self.console
                 )
                 if share.busy == 0 or self.stopping:
-                    return total
+                    break
                 await self.clock.alarm(RECLAIM_SECONDS)
-        finally:
-            await self.store.deliveries.leave(self.worker_id)
+        except BaseException:
+            with contextlib.suppress(Exception):  # the database away, say: its row runs out with the lease
+                await self.store.deliveries.leave(self.worker_id)
+            raise
+        await self.store.deliveries.leave(self.worker_id)
+        return total
 
     async def deliver_once(self) -> DeliveryReport:
         """One round: channels in parallel (Discord rate-limits each channel on its own), each channel's posts

@@ -12,7 +12,9 @@ SQLite, bigint[] on PostgreSQL; `delivery_topics` is a view of them for the read
 Deliver workers share the outbox by channel: a worker claims a channel's lease (delivery_leases), so a channel's
 order and its rate limit stay in one worker, renews it while posting and frees it when done. A lease that expired
 (its worker was killed) is claimed by another worker, which checks the rows left 'sending' first. On PostgreSQL
-a lease is free as soon as its worker's session is gone (`keep_alive`), without waiting for it to expire.
+a lease is free as soon as its worker's session is gone (`keep_alive`), without waiting for it to expire. The workers
+in a round show themselves in delivery_workers (`share`): each holds at most its share of the channels with posts
+due, counted over them.
 """
 
 from __future__ import annotations
