@@ -41,6 +41,9 @@ from bot.render.text import SUGGESTED, clip, inert_markdown
 from bot.store import Store
 
 log = logging.getLogger(__name__)
+# Discord checks a message's nonce against the author's messages of "the past few minutes": a post left in flight
+# this recently is made again with its nonce rather than looked for in the channel's history first.
+NONCE_TRUSTED = timedelta(seconds=60)
 RECLAIM_SECONDS = 1.0  # a running round claims again at least this often, see deliver_once
 
 
@@ -77,6 +80,11 @@ class Poster(Protocol):
 
     async def already_posted(self, channel_id: int, papers: Sequence[Paper]) -> set[str]:
         """arXiv ids among `papers` that the channel already shows from us (crash recovery)."""
+        ...
+
+    async def repeats_safely(self, channel_id: int) -> bool:
+        """Whether a post made again with the same nonce within NONCE_TRUSTED of the first cannot show twice in
+        the channel (Discord answers a nonce it saw in the last minutes with the message it made)."""
         ...
 
 
@@ -213,8 +221,16 @@ class DeliveryWorker:
         items = await self.store.deliveries.in_flight(channel_id=channel_id)
         if not items:
             return 0
+        since = await self.store.deliveries.sending_since(channel_id)
+        recent = since is not None and self.clock.now() - since <= NONCE_TRUSTED
+        recent = recent and all(d.mode == "each" for d in items)  # a digest's nonce names its chunk: checked
         try:
-            shown = await self.poster.already_posted(channel_id, [d.paper for d in items])
+            if recent and await self.poster.repeats_safely(channel_id):
+                # Its worker died a moment ago (killed, say): posted again with their nonces, which Discord
+                # answers with any message already made, saving a request (and its turn) per channel taken over.
+                shown = set()
+            else:
+                shown = await self.poster.already_posted(channel_id, [d.paper for d in items])
         except (RetryLater, ChannelGone) as exc:
             log.warning("could not check channel %d after a restart: %s", channel_id, exc)
             shown = set()
@@ -435,7 +451,7 @@ class DeliveryWorker:
         if not await self._hold(channel_id):  # renewed before each post; lost, the channel is another's now
             log.warning("channel %d: this worker's lease on it ran out; another worker has it", channel_id)
             return Outcome.WAIT
-        await self.store.deliveries.mark_sending(ids)
+        await self.store.deliveries.mark_sending(ids, self.clock.now())
         if self._progress is not None:
             self._progress.set()  # posting (perhaps about to wait on a rate limit): room to claim a few more
         now = self.clock.now()

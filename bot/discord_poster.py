@@ -190,6 +190,11 @@ class DiscordPoster:
 
         return await self._in_channel(channel_id, post)
 
+    async def repeats_safely(self, channel_id: int) -> bool:
+        """A message carries its nonce with `enforce_nonce` (discord.py sets it), so Discord answers a repeat with
+        the message it made; a forum's posts (new threads) carry none."""
+        return not isinstance(await self._channel(channel_id), discord.ForumChannel)
+
     async def already_posted(self, channel_id: int, papers: Sequence[Paper]) -> set[str]:
         """Look through our recent posts in the channel (or the forum's threads) for these papers."""
         me = self.client.user

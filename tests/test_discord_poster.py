@@ -223,3 +223,19 @@ async def test_a_channel_whose_kind_changed_gets_the_post_once_as_it_is_now_and_
     with pytest.raises(ChannelGone, match="404"):
         await poster.already_posted(deleted.id, [PAPER])
     assert discord.messages(deleted.id) == []
+
+
+async def test_a_post_made_again_with_its_nonce_shows_once_in_a_text_channel_not_in_a_forum(
+    rest_client: tuple[FakeDiscord, discord_py.Client], store: Store
+) -> None:
+    discord, client = rest_client
+    guild = discord.add_guild("Lab")
+    channel, forum = discord.add_text_channel(guild, "papers"), discord.add_forum_channel(guild, "forum")
+    await followed(store, channel, TEXT)
+    await followed(store, forum, FORUM)
+    poster = DiscordPoster(client, channel_types=store.follows)
+    assert await poster.repeats_safely(channel.id)
+    first = await poster.post_card(channel.id, PAPER, ["RL"], "nonce-1")
+    assert await poster.post_card(channel.id, PAPER, ["RL"], "nonce-1") == first  # Discord's answer: the same
+    assert len(discord.messages(channel.id)) == 1
+    assert not await poster.repeats_safely(forum.id)  # a forum's posts carry no nonce: its threads are read

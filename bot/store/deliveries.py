@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 from bot.models import Mode, PendingDelivery, Reach, Wanted, WorkShare
 from bot.store.announcements import HEADLINE, headline_from
 from bot.store.card_topics import with_card_topics
-from bot.store.papers import paper_from_row, to_ts
+from bot.store.papers import from_ts, paper_from_row, to_ts
 from bot.store.sql import SqlDatabase
 
 # What a Paper is read from (both engines' papers tables hold these columns).
@@ -341,10 +341,24 @@ class DeliveryRepo:
             for chunk in _chunks(list(ids)):
                 await self.db.execute(f"{sql} ({_marks(chunk)})", (*params, *chunk))
 
-    async def mark_sending(self, ids: Sequence[int]) -> None:
+    async def mark_sending(self, ids: Sequence[int], at: datetime | None = None) -> None:
         await self._update(
-            "UPDATE deliveries SET status = 'sending', attempts = attempts + 1 WHERE id IN", ids
+            "UPDATE deliveries SET status = 'sending', attempts = attempts + 1, sending_at = ? WHERE id IN",
+            ids,
+            (to_ts(at) if at is not None else None,),
         )
+
+    async def sending_since(self, channel_id: int) -> datetime | None:
+        """When the channel's rows left 'sending' were marked so (the earliest); None when it has none or the
+        time of one is not known."""
+        row = await self.db.fetchone(
+            "SELECT COUNT(*), COUNT(sending_at), MIN(sending_at) FROM deliveries"
+            " WHERE channel_id = ? AND status = 'sending'",
+            (channel_id,),
+        )
+        if row is None or row[0] == 0 or row[0] != row[1]:
+            return None
+        return from_ts(row[2])
 
     async def mark_sent(self, ids: Sequence[int], message_id: int | None, at: datetime) -> None:
         await self._update(

@@ -301,8 +301,12 @@ class DeliveryRepository(Protocol):
         """Rows claimed for sending when their worker stopped ('sending'), of one channel when given: sent or
         not, nobody knows yet."""
 
-    async def mark_sending(self, ids: Sequence[int]) -> None:
-        """Claim rows for a send ('sending', one attempt more), before the send."""
+    async def mark_sending(self, ids: Sequence[int], at: datetime | None = None) -> None:
+        """Claim rows for a send ('sending', one attempt more, at `at` when given), before the send."""
+
+    async def sending_since(self, channel_id: int) -> datetime | None:
+        """When the channel's rows left 'sending' were marked so (the earliest); None when it has none, or when
+        the time of one is not known (marked without `at`)."""
 
     async def mark_sent(self, ids: Sequence[int], message_id: int | None, at: datetime) -> None:
         """The rows were posted (as that message, when known) at `at`."""

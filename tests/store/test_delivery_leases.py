@@ -151,3 +151,19 @@ async def test_on_postgres_a_killed_worker_leaves_the_share_at_once(
     finally:
         await store.deliveries.retire("live")
         await store.close()
+
+
+async def test_rows_left_sending_say_since_when_unless_one_was_marked_without_a_time(
+    store: Store, clock: FakeClock
+) -> None:
+    await queue(store, clock, [100, 200], papers=2)
+    now = clock.now()
+    first, second = await store.deliveries.for_channel(100, mode="each", now=now)
+    assert await store.deliveries.sending_since(100) is None  # nothing in flight
+    await store.deliveries.mark_sending([first.id], now)
+    clock.advance(3)
+    await store.deliveries.mark_sending([second.id], clock.now())
+    assert await store.deliveries.sending_since(100) == now  # the earliest
+    [other, _] = await store.deliveries.for_channel(200, mode="each", now=now)
+    await store.deliveries.mark_sending([other.id])  # when is not known (a release before the column)
+    assert await store.deliveries.sending_since(200) is None

@@ -9,3 +9,8 @@ CREATE TABLE delivery_workers (
     worker_id   TEXT    PRIMARY KEY,
     round_until INTEGER NOT NULL
 );
+
+-- When a row was last marked 'sending' (NULL: before this column): a worker taking over a channel whose worker died
+-- seconds ago posts such rows again with their nonce, which Discord answers with the message already made (it checks
+-- a nonce for some minutes), instead of first reading the channel's history (bot/delivery.py `_recover_channel`).
+ALTER TABLE deliveries ADD COLUMN sending_at INTEGER;

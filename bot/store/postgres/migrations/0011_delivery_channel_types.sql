@@ -7,3 +7,6 @@ CREATE TABLE delivery_workers (
     worker_id   TEXT COLLATE "C" PRIMARY KEY,
     round_until BIGINT NOT NULL
 );
+
+-- When a row was last marked 'sending' (NULL: before this column): see the SQLite store's migration 0018.
+ALTER TABLE deliveries ADD COLUMN sending_at BIGINT;
