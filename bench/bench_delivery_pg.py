@@ -7,9 +7,12 @@ requests per second overall; then 4 processes with one killed (SIGKILL) mid-batc
 Without --database-url it starts a throwaway PostgreSQL cluster (as the tests do: 127.0.0.1, a temporary folder)
 and stops it after. The URL names a server where the user may create databases: each run gets a fresh one
 (bench_delivery_<n>). It reports, for each run, the time from the first post to the last against the least those limits allow (goal:
-<= 1.2x), and whether every (channel, paper) arrived exactly once. The killed worker's channels (its share: workers
-claim a few channels at a time) are taken over at a running worker's next claim: its liveness advisory lock went
-with its session, so they do not wait for their lease (--lease seconds) to run out. `--runs kill` runs only the
+<= 1.2x), and whether every (channel, paper) arrived exactly once. The channels are followed as /follow records
+them (a text channel's kind known: no GET /channels/{id} before a post). The killed worker's channels (its share:
+a worker holds at most the channels with posts due over the workers in a round) are taken over at a running
+worker's next claim, within a second: its liveness advisory lock went with its session, so they do not wait for
+their lease (--lease seconds) to run out. With --timeline it also prints each second's posts and the channels whose
+last post came after the floor. `--runs kill` runs only the
 last; `--repeat N` runs each N times. Each row also counts the 429s the workers' discord.py clients logged: the
 global limit's (the token's 50 requests/s, shared by every process) and the channels' own.
 """
