@@ -7,9 +7,12 @@ requests per second overall; then 4 processes with one killed (SIGKILL) mid-batc
 Without --database-url it starts a throwaway PostgreSQL cluster (as the tests do: 127.0.0.1, a temporary folder)
 and stops it after. The URL names a server where the user may create databases: each run gets a fresh one
 (bench_delivery_<n>). It reports, for each run, the time from the first post to the last against the least those limits allow (goal:
-<= 1.2x), and whether every (channel, paper) arrived exactly once. The killed worker's channels (its share: workers
-claim a few channels at a time) are taken over at a running worker's next claim: its liveness advisory lock went
-with its session, so they do not wait for their lease (--lease seconds) to run out. `--runs kill` runs only the
+<= 1.2x), and whether every (channel, paper) arrived exactly once. The channels are followed as /follow records
+them (a text channel's kind known: no GET /channels/{id} before a post). The killed worker's channels (its share:
+a worker holds at most the channels with posts due over the workers in a round) are taken over at a running
+worker's next claim, within a second: its liveness advisory lock went with its session, so they do not wait for
+their lease (--lease seconds) to run out. With --timeline it also prints each second's posts and the channels whose
+last post came after the floor. `--runs kill` runs only the
 last; `--repeat N` runs each N times. Each row also counts the 429s the workers' discord.py clients logged: the
 global limit's (the token's 50 requests/s, shared by every process) and the channels' own.
 """
@@ -69,6 +72,17 @@ async def fill_outbox(url: str, channels: list[int], guild_id: int, papers: list
         topic = await store.topics.create(
             guild_id=guild_id, name="Bench", description="", query="ti:x", at=now
         )
+        for channel in channels:  # followed in text channels, their kind recorded as /follow records it
+            await store.follows.upsert(
+                guild_id=guild_id,
+                channel_id=channel,
+                topic_id=topic.id,
+                mode="each",
+                digest_hour=8,
+                created_by=None,
+                at=now,
+                channel_type=0,
+            )
         wanted = [Wanted(guild_id, c, p.arxiv_id, "each", topic.id) for c in channels for p in papers]
         await store.deliveries.enqueue(wanted, now)
 
@@ -94,6 +108,19 @@ def timeline(times: list[datetime]) -> str:
     first = min(times)
     per_second = Counter(int((t - first).total_seconds()) for t in times)
     return " ".join(str(per_second[s]) for s in range(max(per_second) + 1))
+
+
+def late_channels(discord: LoopbackDiscord, channels: list[int], first: datetime, floor: float) -> str:
+    """The channels whose last post came after the floor: each post's second from the first post of the run."""
+    late = []
+    for channel in channels:
+        times = sorted(
+            (datetime.fromisoformat(m["timestamp"]) - first).total_seconds()
+            for m in discord.messages(channel)
+        )
+        if times and times[-1] > floor + 0.5:
+            late.append(f"#{channels.index(channel)}: " + " ".join(f"{t:.1f}" for t in times))
+    return "late channels (posts at s): " + ("; ".join(late) or "none")
 
 
 def rate_limited(logs: list[Path]) -> tuple[int, int]:
@@ -139,7 +166,7 @@ async def run(server: str, workers: int, kill: bool, args: argparse.Namespace, f
                 victim = await holder(url, procs)
                 victim.send_signal(signal.SIGKILL)
                 await victim.wait()
-                killed = f", one killed at {posted()} posts"
+                killed = f", one killed at {posted()} posts ({time.monotonic() - first:.1f} s)"
             await discord.wait_for(lambda: posted() >= total, timeout=600)
             elapsed = time.monotonic() - first
             await wait_all_sent(url, total)
@@ -165,6 +192,7 @@ async def run(server: str, workers: int, kill: bool, args: argparse.Namespace, f
     global_429, channel_429 = rate_limited(logs)
     if args.timeline:
         print(f"posts per second, {workers} processes{killed}:", timeline(discord_times), flush=True)
+        print(late_channels(discord, channels, min(discord_times), floor), flush=True)
     return (
         f"| {workers}{killed} | {total} | {len(channels)} | {'yes' if once else 'NO'} | {elapsed:.1f} | {floor:.0f} | "
         f"**{ratio:.2f}x** ({verdict}) | {global_429} / {channel_429} | {os.getloadavg()[0]:.1f} |"

@@ -49,3 +49,6 @@ class ConsolePoster:
 
     async def already_posted(self, channel_id: int, papers: Sequence[Paper]) -> set[str]:
         return {p.arxiv_id for p in papers if p.arxiv_id in self.printed}
+
+    async def repeats_safely(self, channel_id: int) -> bool:
+        return False  # a terminal keeps no nonces: what it printed is checked instead

@@ -8,8 +8,11 @@ sent again.
 Any number of workers, in any number of processes, share the outbox by channel: a worker claims a channel's lease
 (the store's `claim_channels`), renews it before each post and frees it when the channel is done, so a channel's
 order and its rate limit stay in one worker. A worker killed while holding channels frees them when their lease
-expires, or on PostgreSQL at once, its session gone (each round first shows the worker running: `keep_alive`); the worker that claims one next first checks its rows left 'sending', as after a crash. Rate limits and server errors are retried later with backoff; a channel Discord refuses (deleted,
-access removed) marks its follows broken instead of being retried forever. A post Discord rejects (400) is
+expires, or on PostgreSQL at once, its session gone (each round first shows the worker running: `keep_alive`); the
+worker that claims one next first checks its rows left 'sending', as after a crash. A worker holds at most its share
+of the channels with posts due, so a kill strands no more than that, and one with nothing to claim while others
+hold posts due stays in, claiming again every second (`deliver`). Rate limits and server errors are retried later
+with backoff; a channel Discord refuses (deleted, access removed) marks its follows broken instead of being retried forever. A post Discord rejects (400) is
 tried again at once in a smaller form: a digest split in halves, a single paper as one line of text; only a
 paper whose line is rejected too is marked failed, so no paper is dropped for being too big.
 """
@@ -17,6 +20,7 @@ paper whose line is rejected too is marked failed, so no paper is dropped for be
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import hashlib
 import logging
@@ -37,6 +41,9 @@ from bot.render.text import SUGGESTED, clip, inert_markdown
 from bot.store import Store
 
 log = logging.getLogger(__name__)
+# Discord checks a message's nonce against the author's messages of "the past few minutes": a post left in flight
+# this recently is made again with its nonce rather than looked for in the channel's history first.
+NONCE_TRUSTED = timedelta(seconds=60)
 RECLAIM_SECONDS = 1.0  # a running round claims again at least this often, see deliver_once
 
 
@@ -75,6 +82,11 @@ class Poster(Protocol):
         """arXiv ids among `papers` that the channel already shows from us (crash recovery)."""
         ...
 
+    async def repeats_safely(self, channel_id: int) -> bool:
+        """Whether a post made again with the same nonce within NONCE_TRUSTED of the first cannot show twice in
+        the channel (Discord answers a nonce it saw in the last minutes with the message it made)."""
+        ...
+
 
 class Outcome(enum.Enum):
     POSTED = "posted"
@@ -99,6 +111,13 @@ class DeliveryReport:
     retried: int = 0
     failed: int = 0
     broken_channels: list[int] = field(default_factory=list)
+
+    def add(self, other: DeliveryReport) -> None:
+        self.sent += other.sent
+        self.summarised += other.summarised
+        self.retried += other.retried
+        self.failed += other.failed
+        self.broken_channels += other.broken_channels
 
 
 async def enqueue_for_new_papers(
@@ -165,6 +184,9 @@ class DeliveryWorker:
         self.channel_concurrency = channel_concurrency
         self.claim_batch = max(1, claim_batch)  # channels claimed at a time: see deliver_once
         self._progress: asyncio.Event | None = None  # set by each post of a round (deliver_once)
+        self.yielding: set[int] = (
+            set()
+        )  # channels beyond this worker's share: left after their post in flight
         self.stopping = False  # set on shutdown: the post in flight finishes, the rest stays queued
         self.lease = timedelta(seconds=lease_seconds)  # longer than any one post, retries included
         # Unique across processes and restarts: a restarted process must not find its old leases its own.
@@ -199,8 +221,16 @@ class DeliveryWorker:
         items = await self.store.deliveries.in_flight(channel_id=channel_id)
         if not items:
             return 0
+        since = await self.store.deliveries.sending_since(channel_id)
+        recent = since is not None and self.clock.now() - since <= NONCE_TRUSTED
+        recent = recent and all(d.mode == "each" for d in items)  # a digest's nonce names its chunk: checked
         try:
-            shown = await self.poster.already_posted(channel_id, [d.paper for d in items])
+            if recent and await self.poster.repeats_safely(channel_id):
+                # Its worker died a moment ago (killed, say): posted again with their nonces, which Discord
+                # answers with any message already made, saving a request (and its turn) per channel taken over.
+                shown = set()
+            else:
+                shown = await self.poster.already_posted(channel_id, [d.paper for d in items])
         except (RetryLater, ChannelGone) as exc:
             log.warning("could not check channel %d after a restart: %s", channel_id, exc)
             shown = set()
@@ -211,6 +241,29 @@ class DeliveryWorker:
         )
         return len(items)
 
+    async def deliver(self) -> DeliveryReport:
+        """Rounds (`deliver_once`) until no channel has posts due. While other workers hold the channels with
+        posts due, this one stays in: it claims again every RECLAIM_SECONDS (each other worker then leaves it
+        its share, see deliver_once), so a channel they free (done, yielded, or their worker killed) is taken
+        over within a second, not at the next DELIVER_INTERVAL_SECONDS."""
+        total = DeliveryReport()
+        try:
+            while True:
+                total.add(await self.deliver_once())
+                now = self.clock.now()
+                share = await self.store.deliveries.share(
+                    self.worker_id, now, now + self.lease, console=self.console
+                )
+                if share.busy == 0 or self.stopping:
+                    break
+                await self.clock.alarm(RECLAIM_SECONDS)
+        except BaseException:
+            with contextlib.suppress(Exception):  # the database away, say: its row runs out with the lease
+                await self.store.deliveries.leave(self.worker_id)
+            raise
+        await self.store.deliveries.leave(self.worker_id)
+        return total
+
     async def deliver_once(self) -> DeliveryReport:
         """One round: channels in parallel (Discord rate-limits each channel on its own), each channel's posts
         in announcement order, one at a time.
@@ -220,7 +273,12 @@ class DeliveryWorker:
         they post and a killed worker strands only its share; and a channel whose lease expired (its worker
         died) is taken over at this worker's next claim, within the round, not a round later: at the latest
         RECLAIM_SECONDS after the last, even while every channel of this round waits on its own rate limit and
-        no post starts."""
+        no post starts.
+
+        A worker holds at most its share of the channels with posts due (the store's `share`: those channels
+        over the workers in a round), so a worker killed strands no more than that; one that holds more (it
+        started first, or others joined since) leaves the channels it claimed last after their post in flight,
+        for the others to claim."""
         report = DeliveryReport()
         await self.store.deliveries.keep_alive(self.worker_id)  # before claiming: others see it running
         running: dict[asyncio.Task[None], int] = {}
@@ -238,6 +296,7 @@ class DeliveryWorker:
                     await self._deliver_channel(channel_id, report)
             finally:
                 await self._release(channel_id)
+                self.yielding.discard(channel_id)
                 progress.set()
 
         failure: BaseException | None = None
@@ -246,21 +305,28 @@ class DeliveryWorker:
             progress.clear()  # before the claim: a post made while it runs wakes the next turn
             may_claim = room > 0 and failure is None and not self.stopping
             if may_claim and (more or self.clock.monotonic() >= last_claim + RECLAIM_SECONDS):
-                want, last_claim, now = min(room, self.claim_batch), self.clock.monotonic(), self.clock.now()
-                claimed = await self.store.deliveries.claim_channels(
-                    self.worker_id,
-                    "each",
-                    now,
-                    now + self.lease,
-                    console=self.console,
-                    limit=want + len(running),  # its own running channels may come back too
+                last_claim, now = self.clock.monotonic(), self.clock.now()
+                holding = [c for c in running.values() if c not in self.yielding]  # in the order claimed
+                share = await self.store.deliveries.share(
+                    self.worker_id, now, now + self.lease, console=self.console
                 )
-                new = [c for c in claimed if c not in running.values()]
-                await self.store.deliveries.release(self.worker_id, new[room:])  # beyond its concurrency
-                for channel_id in new[:room]:
-                    running[asyncio.create_task(one_channel(channel_id))] = channel_id
-                more = len(new) >= want
-                log.debug("claimed channels %s (%d running)", new[:room], len(running))
+                self.yielding.update(holding[share.channels :])  # beyond its share: those claimed last
+                want = min(room, self.claim_batch, share.channels - len(holding))
+                more = False
+                if want > 0:
+                    claimed = await self.store.deliveries.claim_channels(
+                        self.worker_id,
+                        "each",
+                        now,
+                        now + self.lease,
+                        console=self.console,
+                        limit=want,
+                        holding=list(running.values()),  # renewed as they post: not claimed again
+                    )
+                    for channel_id in claimed:
+                        running[asyncio.create_task(one_channel(channel_id))] = channel_id
+                    more = len(claimed) >= want
+                    log.debug("claimed channels %s (%d running)", claimed, len(running))
             if not running:
                 break
             waiters: set[asyncio.Future[Any]] = {asyncio.create_task(progress.wait())}
@@ -286,13 +352,13 @@ class DeliveryWorker:
         due = await self.store.deliveries.for_channel(channel_id, mode="each", now=self.clock.now())
         now_posting, rest = due[: self.per_channel], due[self.per_channel :]
         for item in now_posting:
-            if self.stopping:
-                return
+            if self.stopping or channel_id in self.yielding:
+                return  # the rest stays queued: for this worker's next round, or another worker (its share)
             nonce = nonce_for(channel_id, item.paper.arxiv_id)
             post = partial(self.poster.post_card, channel_id, item.paper, card_topics(item), nonce)
             if not await self._post_or_smaller(channel_id, [item], report, post):
                 return  # rate-limited, failing or gone: the rest of this channel waits for a later cycle
-        if rest and not self.stopping:
+        if rest and not (self.stopping or channel_id in self.yielding):
             text = more_papers_text(rest)
             nonce = nonce_for(channel_id, f"more:{rest[0].id}:{rest[-1].id}")
             post = partial(self.poster.post_text, channel_id, text, nonce)
@@ -385,7 +451,7 @@ class DeliveryWorker:
         if not await self._hold(channel_id):  # renewed before each post; lost, the channel is another's now
             log.warning("channel %d: this worker's lease on it ran out; another worker has it", channel_id)
             return Outcome.WAIT
-        await self.store.deliveries.mark_sending(ids)
+        await self.store.deliveries.mark_sending(ids, self.clock.now())
         if self._progress is not None:
             self._progress.set()  # posting (perhaps about to wait on a rate limit): room to claim a few more
         now = self.clock.now()

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Protocol, TypeVar
 
 import aiohttp
 import discord
+from discord.enums import try_enum
 
 from bot.delivery import ChannelGone, PostRejected, RetryLater
 from bot.models import Paper
@@ -49,111 +51,177 @@ def paced(pacer: GlobalPacer) -> aiohttp.TraceConfig:
     return trace
 
 
+class ChannelTypes(Protocol):
+    """Where each channel's kind is kept (the store's follows: /follow records it)."""
+
+    async def channel_type(self, channel_id: int) -> int | None: ...
+
+    async def set_channel_type(self, channel_id: int, channel_type: int) -> None: ...
+
+
+Target = discord.TextChannel | discord.ForumChannel | discord.Thread | discord.PartialMessageable
+# The kinds a message is posted in directly (Discord's channel types): by id alone, nothing asked of Discord first.
+MESSAGEABLE = frozenset(
+    {
+        discord.ChannelType.text,
+        discord.ChannelType.news,
+        discord.ChannelType.public_thread,
+        discord.ChannelType.private_thread,
+        discord.ChannelType.news_thread,
+    }
+)
+T = TypeVar("T")
+NOT_TEXT = 50008  # Discord's error code: "Cannot send messages in a non-text channel" (e.g. a forum)
+
+
 class DiscordPoster:
-    def __init__(self, client: discord.Client, *, abstract_chars: int = 700) -> None:
+    def __init__(
+        self,
+        client: discord.Client,
+        *,
+        abstract_chars: int = 700,
+        channel_types: ChannelTypes | None = None,
+    ) -> None:
         self.client = client
         self.abstract_chars = abstract_chars
-        self._fetched: dict[int, object] = {}
+        self.channel_types = channel_types  # each channel's kind as recorded; None: asked of Discord
+        self._known: dict[int, Target] = {}
 
-    async def _channel(self, channel_id: int) -> discord.TextChannel | discord.ForumChannel | discord.Thread:
-        # Without the gateway (a deliver-only process) the client caches no channels: fetched once over REST.
-        channel = self.client.get_channel(channel_id) or self._fetched.get(channel_id)
+    async def _channel(self, channel_id: int) -> Target:
+        """The channel to post in. Without the gateway (a deliver-only process) the client caches no channels:
+        a text channel or thread whose kind is recorded is posted to by id (a request less, under the global
+        limit, for each channel and process); any other is fetched once over REST, and its kind recorded."""
+        channel = self.client.get_channel(channel_id) or self._known.get(channel_id)
         if channel is None:
-            try:
-                channel = await self.client.fetch_channel(channel_id)
-            except discord.HTTPException as exc:
-                raise _outcome(exc) from exc
-            self._fetched[channel_id] = channel
-        if not isinstance(channel, discord.TextChannel | discord.ForumChannel | discord.Thread):
+            kind = await self.channel_types.channel_type(channel_id) if self.channel_types else None
+            known = try_enum(discord.ChannelType, kind) if kind is not None else None
+            if known in MESSAGEABLE:
+                channel = self._known[channel_id] = self.client.get_partial_messageable(
+                    channel_id, type=known
+                )
+            else:
+                channel = await self._fetch(channel_id)
+        if not isinstance(channel, Target):
             raise ChannelGone(f"channel {channel_id} is not a text or forum channel")
         return channel
 
-    async def post_card(self, channel_id: int, paper: Paper, topics: Sequence[str], nonce: str) -> int | None:
+    async def _fetch(self, channel_id: int) -> Target:
+        try:
+            channel = await self.client.fetch_channel(channel_id)
+        except discord.HTTPException as exc:
+            raise _outcome(exc) from exc
+        if not isinstance(channel, discord.TextChannel | discord.ForumChannel | discord.Thread):
+            raise ChannelGone(f"channel {channel_id} is not a text or forum channel")
+        self._known[channel_id] = channel
+        if self.channel_types is not None:
+            await self.channel_types.set_channel_type(channel_id, channel.type.value)
+        return channel
+
+    async def _in_channel(self, channel_id: int, act: Callable[[Target], Awaitable[T]]) -> T:
+        """`act` in the channel, Discord's refusals mapped to outcomes. A channel reached by its recorded kind
+        that Discord says takes no messages changed kind (a forum now): fetched, and `act` done as it is now."""
         channel = await self._channel(channel_id)
+        try:
+            return await act(channel)
+        except discord.HTTPException as exc:
+            if not (isinstance(channel, discord.PartialMessageable) and exc.code == NOT_TEXT):
+                raise _outcome(exc) from exc
+        self._known.pop(channel_id, None)
+        channel = await self._fetch(channel_id)
+        try:
+            return await act(channel)
+        except discord.HTTPException as exc:
+            raise _outcome(exc) from exc
+
+    async def post_card(self, channel_id: int, paper: Paper, topics: Sequence[str], nonce: str) -> int | None:
         # Rendering is CPU work (LaTeX conversion): off the event loop, like every render that can be large.
         embed = await asyncio.to_thread(paper_embed, paper, topics=topics, abstract_chars=self.abstract_chars)
         view = paper_view(paper)
-        try:
+
+        async def post(channel: Target) -> int:
             if isinstance(channel, discord.ForumChannel):
                 created = await channel.create_thread(name=thread_name(paper), embed=embed, view=view)
                 return created.message.id
-            message = await channel.send(embed=embed, view=view, nonce=nonce)
-            return message.id
-        except discord.HTTPException as exc:
-            raise _outcome(exc) from exc
+            return (await channel.send(embed=embed, view=view, nonce=nonce)).id
+
+        try:
+            return await self._in_channel(channel_id, post)
         finally:
             view.stop()  # its buttons are persistent (cogs/cards.py): nothing to keep per message
 
     async def post_digest(self, channel_id: int, items: Sequence[DigestItem], nonce: str) -> int | None:
         """Up to ten compact cards in one message, all its embeds within Discord's 6,000 characters."""
-        channel = await self._channel(channel_id)
         content, embeds = await asyncio.to_thread(_digest_message, items)
         view = digest_view([paper for paper, _ in items])
-        try:
+
+        async def post(channel: Target) -> int:
             if isinstance(channel, discord.ForumChannel):
                 created = await channel.create_thread(
                     name=digest_thread_name(items), content=content, embeds=embeds, view=view
                 )
                 return created.message.id
-            message = await channel.send(content=content, embeds=embeds, view=view, nonce=nonce)
-            return message.id
-        except discord.HTTPException as exc:
-            raise _outcome(exc) from exc
+            return (await channel.send(content=content, embeds=embeds, view=view, nonce=nonce)).id
+
+        try:
+            return await self._in_channel(channel_id, post)
         finally:
             view.stop()
 
     async def post_line(self, channel_id: int, paper: Paper, topics: Sequence[str], nonce: str) -> int | None:
         """The paper in its smallest form, one line of text: for a post Discord rejected as a card."""
-        channel = await self._channel(channel_id)
         line = paper_compact_line(paper)
-        try:
+
+        async def post(channel: Target) -> int:
             if isinstance(channel, discord.ForumChannel):
                 created = await channel.create_thread(name=thread_name(paper), content=line)
                 return created.message.id
-            message = await channel.send(content=line, nonce=nonce)
-            return message.id
-        except discord.HTTPException as exc:
-            raise _outcome(exc) from exc
+            return (await channel.send(content=line, nonce=nonce)).id
+
+        return await self._in_channel(channel_id, post)
 
     async def post_text(self, channel_id: int, text: str, nonce: str) -> int | None:
-        channel = await self._channel(channel_id)
-        try:
+        async def post(channel: Target) -> int:
             if isinstance(channel, discord.ForumChannel):
                 created = await channel.create_thread(
                     name=clip(text.splitlines()[0], THREAD_NAME_LIMIT), content=text
                 )
                 return created.message.id
-            message = await channel.send(content=text, nonce=nonce)
-            return message.id
-        except discord.HTTPException as exc:
-            raise _outcome(exc) from exc
+            return (await channel.send(content=text, nonce=nonce)).id
+
+        return await self._in_channel(channel_id, post)
+
+    async def repeats_safely(self, channel_id: int) -> bool:
+        """A message carries its nonce with `enforce_nonce` (discord.py sets it), so Discord answers a repeat with
+        the message it made; a forum's posts (new threads) carry none."""
+        return not isinstance(await self._channel(channel_id), discord.ForumChannel)
 
     async def already_posted(self, channel_id: int, papers: Sequence[Paper]) -> set[str]:
         """Look through our recent posts in the channel (or the forum's threads) for these papers."""
-        channel = await self._channel(channel_id)
         me = self.client.user
         if me is None:
             raise RetryLater("not logged in yet")
+        my_id = me.id
         wanted = {p.abs_url: p.arxiv_id for p in papers}
         names = {thread_name(p): p.arxiv_id for p in papers}
-        found: set[str] = set()
-        try:
+
+        async def look(channel: Target) -> set[str]:
+            found: set[str] = set()
             if isinstance(channel, discord.ForumChannel):
                 for thread in channel.threads:
-                    if thread.owner_id == me.id and thread.name in names:
+                    if thread.owner_id == my_id and thread.name in names:
                         found.add(names[thread.name])
                 return found
             async for message in channel.history(limit=100):
-                if message.author.id != me.id:
+                if message.author.id != my_id:
                     continue
                 for embed in message.embeds:
                     if embed.url in wanted:
                         found.add(wanted[embed.url])
                 # A paper posted in its smallest form, a line of text linking its abstract page.
                 found.update(arxiv_id for url, arxiv_id in wanted.items() if f"(<{url}>)" in message.content)
-        except discord.HTTPException as exc:
-            raise _outcome(exc) from exc
-        return found
+            return found
+
+        return await self._in_channel(channel_id, look)
 
 
 def _digest_message(items: Sequence[DigestItem]) -> tuple[str, list[discord.Embed]]:

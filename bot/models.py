@@ -253,6 +253,21 @@ ReachKind = Literal["exact", "suggested", "withheld"]
 
 
 @dataclass(frozen=True, slots=True)
+class WorkShare:
+    """The outbox's work as deliver workers share it (DeliveryRepository.share): channels with posts due (or left
+    'sending'), and the workers in a round now. A worker holds at most its share of those channels, so a worker
+    killed strands no more than that."""
+
+    busy: int
+    workers: int
+
+    @property
+    def channels(self) -> int:
+        """The most channels one worker should hold now."""
+        return -(-self.busy // max(1, self.workers))
+
+
+@dataclass(frozen=True, slots=True)
 class Reach:
     """Whom a paper new to the store reaches through one topic, for the outbox to join with the follows itself
     (DeliveryRepository.fan_out): the follows of `topic_id`, in server `guild_id` only when it is given. 'exact':

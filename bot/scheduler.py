@@ -162,7 +162,7 @@ class Scheduler:
                 self._recovered = True
                 if recovered:
                     log.info("checked %d posts that were in flight at the last stop", recovered)
-            report = await self.worker.deliver_once()
+            report = await self.worker.deliver()  # until no channel has posts due, see DeliveryWorker.deliver
             if report.sent or report.retried or report.failed:
                 log.info("delivery: %s", report)
 

@@ -191,6 +191,7 @@ class FollowCog(commands.Cog):
             created_by=interaction.user.id,
             parent=parent,
             match=match,
+            channel_type=target.type.value,  # deliver processes post by it without fetching the channel
         )
         if plan.guarded:
             require_may_change_topic(member, plan.topic_name, plan.guarded, target.guild)

@@ -6,6 +6,7 @@ channel of the round waits and no post starts), not a round later."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -46,11 +47,16 @@ async def queued(store: Store, clock: FakeClock, channels: list[int], count: int
     return papers
 
 
+@dataclass
 class YieldingPoster(RecordingPoster):
-    """Posts take a turn of the event loop, as a request to Discord does, so workers run side by side."""
+    """Posts take a turn of the event loop, as a request to Discord does, so workers run side by side; `used`
+    holds the channels this one posted to."""
+
+    used: set[int] = field(default_factory=set)
 
     async def post_card(self, channel_id: int, paper: Paper, topics: object, nonce: str) -> int | None:
         await asyncio.sleep(0)
+        self.used.add(channel_id)
         return await super().post_card(channel_id, paper, topics, nonce)  # type: ignore[arg-type]
 
 
@@ -78,17 +84,14 @@ class WaitingPoster(RecordingPoster):
 async def test_two_workers_in_one_round_share_the_channels(store: Store, clock: FakeClock) -> None:
     channels = list(range(100, 120))
     papers = await queued(store, clock, channels, 3)
-    posters = [YieldingPoster(), YieldingPoster()]
+    posted: list[Post] = []  # what the channels show, whichever worker posted it
+    posters = [YieldingPoster(posts=posted), YieldingPoster(posts=posted)]
     workers = [DeliveryWorker(store, p, clock, worker_id=f"w{i}") for i, p in enumerate(posters)]
     reports = await asyncio.gather(*(w.deliver_once() for w in workers))
     assert sum(r.sent for r in reports) == len(channels) * len(papers)
-    held = [{p.channel_id for p in poster.posts} for poster in posters]
-    assert held[0].isdisjoint(held[1]) and held[0] | held[1] == set(channels)  # a channel stays in one worker
-    assert all(len(h) >= 2 for h in held), held  # neither took every channel at its first claim
-    for channel in channels:
-        assert sorted(a for poster in posters for a in poster.cards(channel)) == sorted(
-            p.arxiv_id for p in papers
-        )
+    assert all(len(p.used) >= 2 for p in posters), [p.used for p in posters]  # neither took every channel
+    for channel in channels:  # each paper once, in order, also in a channel one worker left to the other
+        assert posters[0].cards(channel) == [p.arxiv_id for p in papers]
 
 
 async def test_a_dead_workers_channel_is_taken_over_within_the_round_once_its_lease_runs_out(
@@ -234,3 +237,150 @@ async def test_a_round_whose_channels_all_wait_still_claims_again_so_a_freed_cha
     assert report.sent == 6
     assert poster.cards(live_channel) == [p.arxiv_id for p in papers]
     assert await store.deliveries.counts(GUILD) == {"sent": 6}
+
+
+@dataclass
+class LeaseCountingPoster(RecordingPoster):
+    """Counts, at each post, the channels its worker holds (their leases in the store): the most at once."""
+
+    store: Store | None = None
+    worker: str = ""
+    most_held: int = 0
+
+    async def post_card(self, channel_id: int, paper: Paper, topics: object, nonce: str) -> int | None:
+        assert self.store is not None
+        row = await self.store.db.fetchone(  # type: ignore[attr-defined]
+            "SELECT COUNT(*) FROM delivery_leases WHERE claimed_by = ?", (self.worker,)
+        )
+        self.most_held = max(self.most_held, int(row[0]))
+        return await super().post_card(channel_id, paper, topics, nonce)  # type: ignore[arg-type]
+
+
+async def test_a_worker_holds_at_most_its_share_of_the_channels_with_posts_due(
+    store: Store, clock: FakeClock
+) -> None:
+    channels = list(range(100, 112))
+    papers = await queued(store, clock, channels, 2)
+    for other in ("a", "b", "c"):  # three more workers in a round (waiting for channels, say)
+        await store.deliveries.keep_alive(other)
+        await store.deliveries.share(other, clock.now(), clock.now() + timedelta(seconds=600))
+    poster = LeaseCountingPoster(store=store, worker="live")
+    worker = DeliveryWorker(store, poster, clock, lease_seconds=600, worker_id="live")
+    report = await worker.deliver_once()  # the others never claim: it posts everything, its share at a time
+    assert report.sent == len(channels) * len(papers)
+    assert poster.most_held == 3  # 12 channels over 4 workers: a worker killed would strand 3
+    for channel in channels:
+        assert poster.cards(channel) == [p.arxiv_id for p in papers]
+
+
+class WatchedClock(FakeClock):
+    """A FakeClock that says when an alarm is set (a worker waiting for its next claim)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.armed = asyncio.Event()
+
+    def alarm(self, seconds: float) -> asyncio.Future[None]:
+        self.armed.set()
+        return super().alarm(seconds)
+
+
+@dataclass
+class GatedPoster(RecordingPoster):
+    """Every post waits until the test opens the gate, as posts at a channel's rate limit wait; `started`: the
+    channels whose first post has started."""
+
+    gate: asyncio.Event = field(default_factory=asyncio.Event)
+    started: set[int] = field(default_factory=set)
+    all_started: asyncio.Event = field(default_factory=asyncio.Event)
+    expected: int = 0
+
+    async def post_card(self, channel_id: int, paper: Paper, topics: object, nonce: str) -> int | None:
+        self.started.add(channel_id)
+        if len(self.started) >= self.expected:
+            self.all_started.set()
+        await self.gate.wait()
+        return await super().post_card(channel_id, paper, topics, nonce)  # type: ignore[arg-type]
+
+
+async def until(condition: Callable[[], bool], what: str) -> None:
+    """Wait (a bounded while: met at once when it works) for what workers do on the database's time."""
+    for _ in range(2000):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"not within 20 s: {what}")
+
+
+async def test_a_worker_that_joins_gets_the_channels_beyond_the_first_workers_share(store: Store) -> None:
+    clock = WatchedClock()
+    channels = list(range(100, 112))
+    papers = await queued(store, clock, channels, 2)
+    posted: list[Post] = []
+    first = GatedPoster(posts=posted, expected=len(channels))
+    w1 = DeliveryWorker(store, first, clock, lease_seconds=600, worker_id="first")
+    one = asyncio.create_task(w1.deliver())
+    second = YieldingPoster(posts=posted)
+    w2 = DeliveryWorker(store, second, clock, lease_seconds=600, worker_id="second")
+    two = None
+    try:
+        await until(lambda: len(first.started) == len(channels), "the first, alone, takes every channel")
+        clock.armed.clear()
+        two = asyncio.create_task(w2.deliver())
+        await until(clock.armed.is_set, "the second, finding no channel free, waits to claim again")
+        assert second.posts == [] and not two.done()
+        clock.advance(1)  # the first claims again: it sees the second and leaves it the channels beyond 6
+        await until(lambda: len(w1.yielding) == 6, "the first leaves 6 channels")
+        assert w1.yielding == set(channels[6:])  # those it claimed last
+        first.gate.set()  # its posts in flight are made; it frees those 6 after them
+        while not two.done():  # the second claims again each second, as long as channels have posts due
+            clock.armed.clear()
+            await until(lambda: clock.armed.is_set() or two.done(), "the second waits or is done")
+            clock.advance(1)
+        reports = [await asyncio.wait_for(t, timeout=20) for t in (one, two)]
+    finally:
+        first.gate.set()
+        w1.stopping = w2.stopping = True
+        clock.advance(5)
+    assert sum(r.sent for r in reports) == len(channels) * len(papers)
+    # Channels the first left (after their first post), shared again between the two as the first's own were done.
+    assert second.used and second.used <= set(channels[6:]), second.used
+    for channel in channels:  # each paper once, in order, whichever worker posted it
+        assert first.cards(channel) == [p.arxiv_id for p in papers]
+
+
+async def test_on_postgres_a_worker_with_nothing_to_claim_waits_and_takes_a_killed_workers_channel_a_second_later(
+    postgres_url: str,
+) -> None:
+    clock = WatchedClock()
+    dead_channel = 100
+    store, other_process = (
+        await PostgresStore.open(postgres_url, clock),
+        await PostgresStore.open(postgres_url, clock),
+    )
+    try:
+        papers = await queued(store, clock, [dead_channel], 3)
+        # Another process's worker, running, holds the only channel with posts due (a 60 s lease).
+        await other_process.deliveries.keep_alive("killed")
+        assert await other_process.deliveries.hold(
+            "killed", dead_channel, clock.now(), clock.now() + timedelta(seconds=60)
+        )
+        poster = RecordingPoster()
+        worker = DeliveryWorker(store, poster, clock, lease_seconds=60, worker_id="live")
+        delivering = asyncio.create_task(worker.deliver())  # what the scheduler runs each DELIVER_INTERVAL
+        await until(clock.armed.is_set, "the worker, finding no channel free, waits to claim again")
+        assert poster.posts == [] and not delivering.done()  # it stays while another holds posts due
+
+        # SIGKILL, as PostgreSQL sees it: the holder's session ends (waited for, up to 60 s), no release.
+        await store.db.fetchall(
+            "SELECT pg_terminate_backend(pid, 60000) FROM pg_locks WHERE locktype = 'advisory'"
+            " AND (classid::bigint << 32 | objid::bigint) = hashtextextended('paperwatch:deliver:killed', 0)"
+        )
+        clock.advance(1)  # its next claim, a second later: the lease has 59 s to run
+        report = await asyncio.wait_for(delivering, timeout=20)  # generous: met at once when it works
+        assert report.sent == 3 and poster.cards(dead_channel) == [p.arxiv_id for p in papers]
+        assert await store.deliveries.counts(GUILD) == {"sent": 3}
+    finally:
+        await store.deliveries.retire("live")
+        await other_process.close()
+        await store.close()

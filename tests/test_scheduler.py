@@ -287,6 +287,7 @@ async def test_the_first_delivery_after_a_restart_finds_the_post_left_in_flight_
         w.poster.after = None
         assert (await w.ctx.services.status.of_server(1)).deliveries == {"sending": 1}
 
+        w.clock.advance(61)  # restarted a minute later: Discord may have forgotten the post's nonce
         restarted = w.scheduler()
         await restarted.deliver()
         assert w.poster.checks == 1  # the channel was asked what it shows
@@ -329,3 +330,26 @@ async def test_stop_before_start_only_stops_the_worker(tmp_path: Path) -> None:
         await scheduler.deliver()
         assert w.poster.posts == []
         assert (await w.ctx.services.status.of_server(1)).deliveries == {"pending": 1}
+
+
+async def test_a_post_left_in_flight_a_moment_ago_is_made_again_with_its_nonce_without_reading_the_channel(
+    tmp_path: Path,
+) -> None:
+    async with lab(tmp_path) as w:
+        paper = submitted(1, hours_ago=1)
+        await w.queue([paper])
+
+        def die(post: Post) -> None:
+            raise Crash  # Discord made the post; the process died before it was marked sent
+
+        w.poster.after = die
+        with pytest.raises(Crash):
+            await w.scheduler().deliver()
+        w.poster.after = None
+        w.clock.advance(5)  # restarted (or taken over by another worker) seconds later
+        await w.scheduler().deliver()
+        # No request to read the channel (each one waits its turn under Discord's global limit): the post was
+        # made again with its nonce, which Discord answers with the message it already made.
+        assert w.poster.checks == 0
+        assert w.poster.cards(CHANNEL) == [paper.arxiv_id]  # once
+        assert (await w.ctx.services.status.of_server(1)).deliveries == {"sent": 1}

@@ -72,6 +72,9 @@ class FollowPlan:
     # it where it is or where it goes): what each of them receives changes.
     guarded: tuple[int, ...] = ()
     match: MatchKind = DEFAULT_MATCH  # the query's matches, or also the learned scorer's suggestions
+    channel_type: int | None = (
+        None  # the channel's kind (Discord's channel type), recorded for the deliverers
+    )
 
     @property
     def changed_topic(self) -> TopicRow | None:
@@ -148,6 +151,7 @@ class FollowService:
         created_by: int | None = None,
         parent: str | None = None,
         match: str = DEFAULT_MATCH,
+        channel_type: int | None = None,
     ) -> FollowPlan:
         """Check a request to follow `topic` (a name) in a channel, without changing anything. With `query`, the
         topic is the server's own, created or given that query; with `parent`, the server's own topic goes
@@ -160,7 +164,15 @@ class FollowService:
         if query is None and parent is None:
             row = await self.topics.resolve(guild_id, name)
             return FollowPlan(
-                guild_id, channel_id, checked_mode, digest_hour, created_by, row, None, match=checked_match
+                guild_id,
+                channel_id,
+                checked_mode,
+                digest_hour,
+                created_by,
+                row,
+                None,
+                match=checked_match,
+                channel_type=channel_type,
             )
         if query is None:
             row = await self.topics.resolve(guild_id, name)
@@ -171,7 +183,15 @@ class FollowService:
                 )
         topic_plan = await self.topics.plan_custom(guild_id, name, query, parent=parent)
         plan = FollowPlan(
-            guild_id, channel_id, checked_mode, digest_hour, created_by, None, topic_plan, match=checked_match
+            guild_id,
+            channel_id,
+            checked_mode,
+            digest_hour,
+            created_by,
+            None,
+            topic_plan,
+            match=checked_match,
+            channel_type=channel_type,
         )
         affected = self.topics.affected_by(topic_plan)
         following = [f.channel_id for f in await self.in_server(guild_id) if f.topic_id in affected]
@@ -194,7 +214,14 @@ class FollowService:
             assert plan.topic is not None  # a plan names a topic or plans one
             topic = plan.topic
         follow, is_new = await self._upsert(
-            plan.guild_id, plan.channel_id, topic, plan.mode, plan.digest_hour, plan.created_by, plan.match
+            plan.guild_id,
+            plan.channel_id,
+            topic,
+            plan.mode,
+            plan.digest_hour,
+            plan.created_by,
+            plan.match,
+            plan.channel_type,
         )
         topic_plan = plan.topic_plan
         created = topic_plan is not None and topic_plan.current is None
@@ -256,9 +283,10 @@ class FollowService:
         digest_hour: int,
         created_by: int | None,
         match: MatchKind = DEFAULT_MATCH,
+        channel_type: int | None = None,
     ) -> tuple[Follow, bool]:
         """Follow, or change how an existing follow posts and what it receives (which also clears a broken
-        mark)."""
+        mark); `channel_type`, when known, is recorded for the channel."""
         return await self.store.follows.upsert(
             guild_id=guild_id,
             channel_id=channel_id,
@@ -268,6 +296,7 @@ class FollowService:
             created_by=created_by,
             at=self.clock.now(),
             match=match,
+            channel_type=channel_type,
         )
 
     # ---- unfollowing ---------------------------------------------------------------------------------------

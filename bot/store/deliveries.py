@@ -12,7 +12,9 @@ SQLite, bigint[] on PostgreSQL; `delivery_topics` is a view of them for the read
 Deliver workers share the outbox by channel: a worker claims a channel's lease (delivery_leases), so a channel's
 order and its rate limit stay in one worker, renews it while posting and frees it when done. A lease that expired
 (its worker was killed) is claimed by another worker, which checks the rows left 'sending' first. On PostgreSQL
-a lease is free as soon as its worker's session is gone (`keep_alive`), without waiting for it to expire.
+a lease is free as soon as its worker's session is gone (`keep_alive`), without waiting for it to expire. The workers
+in a round show themselves in delivery_workers (`share`): each holds at most its share of the channels with posts
+due, counted over them.
 """
 
 from __future__ import annotations
@@ -23,10 +25,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, ClassVar
 
-from bot.models import Mode, PendingDelivery, Reach, Wanted
+from bot.models import Mode, PendingDelivery, Reach, Wanted, WorkShare
 from bot.store.announcements import HEADLINE, headline_from
 from bot.store.card_topics import with_card_topics
-from bot.store.papers import paper_from_row, to_ts
+from bot.store.papers import from_ts, paper_from_row, to_ts
 from bot.store.sql import SqlDatabase
 
 # What a Paper is read from (both engines' papers tables hold these columns).
@@ -52,6 +54,13 @@ def _marks(values: Sequence[object]) -> str:
 
 def _chunks(ids: Sequence[int]) -> list[Sequence[int]]:
     return [ids[i : i + _CHUNK] for i in range(0, len(ids), _CHUNK)]
+
+
+# A channel (lease row `l`) has work: rows of the mode (the first `?`) due by the second `?`, or left 'sending'.
+_HAS_WORK = (
+    "EXISTS (SELECT 1 FROM deliveries d WHERE d.channel_id = l.channel_id"
+    " AND (d.status = 'sending' OR (d.status = 'pending' AND d.mode = ? AND d.next_attempt_at <= ?)))"
+)
 
 
 def _side(console: bool, column: str = "channel_id") -> str:
@@ -204,6 +213,32 @@ class DeliveryRepo:
     async def keep_alive(self, worker: str) -> None:
         """Show `worker` as running, for as long as this process runs (PostgreSQL); nothing on SQLite."""
 
+    async def share(self, worker: str, now: datetime, until: datetime, *, console: bool = False) -> WorkShare:
+        """Show `worker` in a round until `until`; count the channels with work and the workers in a round
+        (those whose row has not run out and, on PostgreSQL, whose process runs: `HOLDER_GONE`). Rows run out
+        are dropped (a killed worker's, which never left)."""
+        at = to_ts(now)
+        gone = self.HOLDER_GONE.format(holder="w.worker_id")
+        async with self.db.transaction():
+            await self.db.execute("DELETE FROM delivery_workers WHERE round_until <= ?", (at,))
+            await self.db.execute(
+                "INSERT INTO delivery_workers (worker_id, round_until) VALUES (?, ?)"
+                " ON CONFLICT (worker_id) DO UPDATE SET round_until = excluded.round_until",
+                (worker, to_ts(until)),
+            )
+            row = await self.db.fetchone(
+                "SELECT (SELECT COUNT(*) FROM delivery_leases l"
+                f" WHERE {_side(console, 'l.channel_id')} AND {_HAS_WORK}),"
+                f" (SELECT COUNT(*) FROM delivery_workers w{' WHERE NOT ' + gone if gone else ''})",
+                ("each", at),
+            )
+        assert row is not None  # counts always give a row
+        return WorkShare(busy=int(row[0]), workers=max(1, int(row[1])))
+
+    async def leave(self, worker: str) -> None:
+        """`worker`'s round is over: not counted among the workers sharing the channels."""
+        await self.db.execute("DELETE FROM delivery_workers WHERE worker_id = ?", (worker,))
+
     async def retire(self, worker: str) -> None:
         """`worker` stopped: its leases are free to claim (PostgreSQL); nothing on SQLite."""
 
@@ -222,21 +257,23 @@ class DeliveryRepo:
         *,
         console: bool = False,
         limit: int = 50,
+        holding: Sequence[int] = (),
     ) -> list[int]:
         """Take the lease, until `until`, of up to `limit` channels with rows of this mode due by `now` (or left
-        'sending' by a worker that died) whose lease is free, expired or already `worker`'s. Concurrent
-        claimers never get the same channel: on PostgreSQL each skips the lease rows the others are claiming."""
+        'sending' by a worker that died) whose lease is free, expired or already `worker`'s, other than those
+        it is `holding` (posting in now). Concurrent claimers never get the same channel: on PostgreSQL each
+        skips the lease rows the others are claiming."""
         at = to_ts(now)
+        held = list(holding)
+        besides = f" AND l.channel_id NOT IN ({_marks(held)})" if held else ""
         async with self.db.transaction():
             rows = await self.db.fetchall(
                 "UPDATE delivery_leases SET claimed_by = ?, lease_until = ? WHERE channel_id IN ("
                 " SELECT l.channel_id FROM delivery_leases l"
-                f" WHERE {self._free('l')} AND {_side(console, 'l.channel_id')}"
-                " AND EXISTS (SELECT 1 FROM deliveries d WHERE d.channel_id = l.channel_id"
-                "  AND (d.status = 'sending' OR (d.status = 'pending' AND d.mode = ? AND d.next_attempt_at <= ?)))"
+                f" WHERE {self._free('l')} AND {_side(console, 'l.channel_id')} AND {_HAS_WORK}{besides}"
                 f" ORDER BY l.lease_until, l.channel_id LIMIT ?{self.LOCK})"
                 f" AND {self._free('delivery_leases')} RETURNING channel_id",
-                (worker, to_ts(until), at, worker, mode, at, limit, at, worker),
+                (worker, to_ts(until), at, worker, mode, at, *held, limit, at, worker),
             )
         return sorted(r[0] for r in rows)
 
@@ -304,10 +341,24 @@ class DeliveryRepo:
             for chunk in _chunks(list(ids)):
                 await self.db.execute(f"{sql} ({_marks(chunk)})", (*params, *chunk))
 
-    async def mark_sending(self, ids: Sequence[int]) -> None:
+    async def mark_sending(self, ids: Sequence[int], at: datetime | None = None) -> None:
         await self._update(
-            "UPDATE deliveries SET status = 'sending', attempts = attempts + 1 WHERE id IN", ids
+            "UPDATE deliveries SET status = 'sending', attempts = attempts + 1, sending_at = ? WHERE id IN",
+            ids,
+            (to_ts(at) if at is not None else None,),
         )
+
+    async def sending_since(self, channel_id: int) -> datetime | None:
+        """When the channel's rows left 'sending' were marked so (the earliest); None when it has none or the
+        time of one is not known."""
+        row = await self.db.fetchone(
+            "SELECT COUNT(*), COUNT(sending_at), MIN(sending_at) FROM deliveries"
+            " WHERE channel_id = ? AND status = 'sending'",
+            (channel_id,),
+        )
+        if row is None or row[0] == 0 or row[0] != row[1]:
+            return None
+        return from_ts(row[2])
 
     async def mark_sent(self, ids: Sequence[int], message_id: int | None, at: datetime) -> None:
         await self._update(

@@ -45,9 +45,10 @@ class FollowRepo:
         created_by: int | None,
         at: datetime,
         match: MatchKind = "exact",
+        channel_type: int | None = None,
     ) -> tuple[Follow, bool]:
         """Follow, or change how an existing follow posts (which also clears a broken mark). Returns the
-        follow and whether it is new."""
+        follow and whether it is new. `channel_type` (Discord's, when known) is recorded for the channel."""
         async with self.db.transaction():
             existing = await self.db.fetchone(
                 "SELECT id FROM follows WHERE channel_id = ? AND topic_id = ?", (channel_id, topic_id)
@@ -59,6 +60,8 @@ class FollowRepo:
                 " broken_at = NULL, broken_reason = NULL",
                 (guild_id, channel_id, topic_id, mode, digest_hour, created_by, to_ts(at), match),
             )
+            if channel_type is not None:
+                await self.set_channel_type(channel_id, channel_type)
             row = await self.db.fetchone(
                 f"{_SELECT} WHERE f.channel_id = ? AND f.topic_id = ?", (channel_id, topic_id)
             )
@@ -111,6 +114,22 @@ class FollowRepo:
     async def touch(self, channel_id: int, at: datetime) -> None:
         await self.db.execute(
             "UPDATE follows SET last_post_at = ? WHERE channel_id = ?", (to_ts(at), channel_id)
+        )
+
+    async def channel_type(self, channel_id: int) -> int | None:
+        """The channel's kind (Discord's channel type) as last recorded; None when not known."""
+        row = await self.db.fetchone(
+            "SELECT MAX(channel_type) FROM follows WHERE channel_id = ? AND channel_type IS NOT NULL",
+            (channel_id,),
+        )
+        return None if row is None or row[0] is None else int(row[0])
+
+    async def set_channel_type(self, channel_id: int, channel_type: int) -> None:
+        """Record the channel's kind on each of its follows (a channel's follows all post in the one channel)."""
+        await self.db.execute(
+            "UPDATE follows SET channel_type = ? WHERE channel_id = ?"
+            " AND (channel_type IS NULL OR channel_type <> ?)",
+            (channel_type, channel_id, channel_type),
         )
 
     async def digest_channels_due(self, hour: int) -> list[int]:

@@ -37,6 +37,7 @@ from bot.models import (
     SourceState,
     UpsertResult,
     Wanted,
+    WorkShare,
 )
 from bot.store.member_protocol import RatingRepository, SavedRepository, SimilarRepository
 from bot.store.scorer_models import ScorerModelRepository
@@ -260,16 +261,26 @@ class DeliveryRepository(Protocol):
         *,
         console: bool = False,
         limit: int = 50,
+        holding: Sequence[int] = (),
     ) -> list[int]:
         """Take the lease, until `until`, of up to `limit` channels (Discord's, or with `console` the
         terminal's) with rows of this mode due by `now` or left 'sending', whose lease is free, expired or
-        `worker`'s already. Workers claiming at once (other processes too) never get the same channel."""
+        `worker`'s already, other than those it is `holding` (posting in now: their leases are renewed by
+        `hold`). Workers claiming at once (other processes too) never get the same channel."""
 
     async def hold(self, worker: str, channel_id: int, now: datetime, until: datetime) -> bool:
         """Take or renew one channel's lease until `until`; False when another worker holds it unexpired."""
 
     async def release(self, worker: str, channel_ids: Sequence[int]) -> None:
         """Free the leases `worker` holds on these channels."""
+
+    async def share(self, worker: str, now: datetime, until: datetime, *, console: bool = False) -> WorkShare:
+        """Show `worker` in a round (claiming, posting or waiting for channels others hold) until `until`, and
+        count the channels (Discord's, or with `console` the terminal's) with 'each' rows due by `now` or left
+        'sending', and the workers in a round now (on PostgreSQL only those whose process runs)."""
+
+    async def leave(self, worker: str) -> None:
+        """`worker`'s round is over: it no longer counts among the workers sharing the channels."""
 
     async def keep_alive(self, worker: str) -> None:
         """Show `worker` as running while this process runs: once its process dies, other workers take its
@@ -290,8 +301,12 @@ class DeliveryRepository(Protocol):
         """Rows claimed for sending when their worker stopped ('sending'), of one channel when given: sent or
         not, nobody knows yet."""
 
-    async def mark_sending(self, ids: Sequence[int]) -> None:
-        """Claim rows for a send ('sending', one attempt more), before the send."""
+    async def mark_sending(self, ids: Sequence[int], at: datetime | None = None) -> None:
+        """Claim rows for a send ('sending', one attempt more, at `at` when given), before the send."""
+
+    async def sending_since(self, channel_id: int) -> datetime | None:
+        """When the channel's rows left 'sending' were marked so (the earliest); None when it has none, or when
+        the time of one is not known (marked without `at`)."""
 
     async def mark_sent(self, ids: Sequence[int], message_id: int | None, at: datetime) -> None:
         """The rows were posted (as that message, when known) at `at`."""

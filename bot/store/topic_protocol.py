@@ -193,9 +193,11 @@ class FollowRepository(Protocol):
         created_by: int | None,
         at: datetime,
         match: MatchKind = "exact",
+        channel_type: int | None = None,
     ) -> tuple[Follow, bool]:
         """Follow a topic in a channel, or change how an existing follow posts and what it receives (`match`:
-        the query's matches, or also the learned scorer's suggestions), which also clears its broken mark.
+        the query's matches, or also the learned scorer's suggestions), which also clears its broken mark;
+        `channel_type`, the channel's kind (Discord's channel type) when known, is recorded for the channel.
         Returns the follow and whether it is new. Idempotent per (channel, topic)."""
 
     async def for_guild(self, guild_id: int) -> list[Follow]:
@@ -214,6 +216,13 @@ class FollowRepository(Protocol):
 
     async def touch(self, channel_id: int, at: datetime) -> None:
         """Something was posted to the channel at `at`."""
+
+    async def channel_type(self, channel_id: int) -> int | None:
+        """The channel's kind (Discord's channel type) as last recorded for it; None when not known (a deliver
+        process then asks Discord)."""
+
+    async def set_channel_type(self, channel_id: int, channel_type: int) -> None:
+        """Record the channel's kind (Discord's channel type) for every follow in it."""
 
     async def digest_channels_due(self, hour: int) -> list[int]:
         """Discord channels with a working digest follow posting at this hour (UTC)."""

@@ -249,6 +249,16 @@ async def test_follow_a_forum_posts_each_paper_as_a_thread(running: Any) -> None
     assert thread["name"].startswith("GRPO for reasoning")
 
 
+async def test_follow_records_the_channels_kind_for_deliver_processes_without_a_gateway(running: Any) -> None:
+    bot, discord, w = running
+    await public_reply(await invoke(discord, w.guild, w.papers, w.admin, "follow", topic=RL))
+    await public_reply(await invoke(discord, w.guild, w.papers, w.admin, "follow", topic=RL, channel=w.forum))
+    follows = store_of(bot).follows
+    # Discord's channel types: a deliver process posts to a text channel by id, without fetching it first.
+    assert (await follows.channel_type(w.papers.id), await follows.channel_type(w.forum.id)) == (0, 15)
+    assert await follows.channel_type(w.other.id) is None  # not followed: not known
+
+
 async def test_names_in_any_script_stay_distinct_and_a_clash_names_the_existing_topic(running: Any) -> None:
     bot, discord, w = running
 

@@ -109,6 +109,17 @@ async def fill_outbox(url: str, channels: list[int], guild_id: int) -> list[Pape
     async with await open_store(url, SystemClock()) as store:
         await store.papers.upsert(papers, seen_at=now)
         topic = await store.topics.create(guild_id=guild_id, name="T", description="", query="ti:x", at=now)
+        for channel in channels:  # followed in text channels, their kind recorded as /follow records it
+            await store.follows.upsert(
+                guild_id=guild_id,
+                channel_id=channel,
+                topic_id=topic.id,
+                mode="each",
+                digest_hour=8,
+                created_by=None,
+                at=now,
+                channel_type=0,
+            )
         wanted = [Wanted(guild_id, c, p.arxiv_id, "each", topic.id) for c in channels for p in papers]
         await store.deliveries.enqueue(wanted, now)
     return papers

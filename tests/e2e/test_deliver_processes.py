@@ -56,6 +56,8 @@ async def test_deliver_processes_post_each_paper_once_even_when_one_is_killed_ho
             await worker.stop()
     assert_each_posted_once(discord, channels, papers)
     assert discord.identify_count == 0  # no deliver process opened the gateway
+    # Nor asked for a channel: each one's kind is known from its follow (requests under the global limit).
+    assert discord.requests_to("GET", "/channels/{id}") == []
     assert discord.requests_to("PUT", "/applications/{id}/commands") == []  # nor synced commands
     for worker in workers:
         assert discord.token not in worker.text()

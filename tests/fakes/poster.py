@@ -64,5 +64,8 @@ class RecordingPoster:
         shown = {a for p in self.posts if p.channel_id == channel_id for a in p.papers}
         return {p.arxiv_id for p in papers if p.arxiv_id in shown}
 
+    async def repeats_safely(self, channel_id: int) -> bool:
+        return True  # a repeated nonce returns the existing post, as Discord does (`_record`)
+
     def cards(self, channel_id: int) -> list[str]:
         return [a for p in self.posts if p.channel_id == channel_id and p.kind == "card" for a in p.papers]

@@ -8,7 +8,7 @@ import asyncio
 from datetime import timedelta
 
 from bot.clock import FakeClock
-from bot.models import Wanted
+from bot.models import Wanted, WorkShare
 from bot.store import Store
 from tests.factories import make_paper
 
@@ -103,3 +103,67 @@ async def _reopen(store: Store, clock: FakeClock) -> Store:
     if isinstance(store, SqliteStore):
         return await open_store(store.db.path, clock)
     return await open_store(store.db.url, clock)  # type: ignore[attr-defined]
+
+
+async def test_a_workers_share_counts_the_channels_with_work_over_the_workers_in_a_round(
+    store: Store, clock: FakeClock
+) -> None:
+    await queue(store, clock, [100, 200, 300, 400, 500])
+    now = clock.now()
+    await store.deliveries.mark_retry(  # rate-limited: not due, not counted
+        [d.id for d in await store.deliveries.for_channel(500, mode="each", now=now)], now + LEASE, "429"
+    )
+    await alive(store, "a", "b", "c")
+    assert await store.deliveries.share("a", now, now + LEASE) == WorkShare(busy=4, workers=1)
+    assert (await store.deliveries.share("b", now, now + LEASE)).channels == 2  # 4 channels over a and b
+    # Held or not, a channel with posts due counts; a worker waiting for channels counts as much as one posting.
+    assert await store.deliveries.claim_channels("a", "each", now, now + LEASE, limit=4) == [
+        100,
+        200,
+        300,
+        400,
+    ]
+    assert await store.deliveries.share("c", now, now + timedelta(seconds=5)) == WorkShare(busy=4, workers=3)
+    await store.deliveries.leave("b")  # its round is over
+    assert (await store.deliveries.share("a", now, now + LEASE)).workers == 2
+    clock.advance(5)  # c said it was in a round for 5 s, and said nothing since (killed, say)
+    later = clock.now()
+    assert (await store.deliveries.share("a", later, later + LEASE)).workers == 1
+    assert WorkShare(busy=0, workers=3).channels == 0 and WorkShare(busy=7, workers=3).channels == 3
+
+
+async def test_on_postgres_a_killed_worker_leaves_the_share_at_once(
+    postgres_url: str, clock: FakeClock
+) -> None:
+    from bot.store import open_store
+
+    store = await open_store(postgres_url, clock)
+    killed = await open_store(postgres_url, clock)  # another process's
+    try:
+        await queue(store, clock, [100, 200])
+        now = clock.now()
+        await alive(store, "live")
+        await alive(killed, "killed")
+        await killed.deliveries.share("killed", now, now + LEASE)
+        assert await store.deliveries.share("live", now, now + LEASE) == WorkShare(busy=2, workers=2)
+        await killed.close()  # its process gone: its session, and with it its liveness lock, ends
+        assert await store.deliveries.share("live", now, now + LEASE) == WorkShare(busy=2, workers=1)
+    finally:
+        await store.deliveries.retire("live")
+        await store.close()
+
+
+async def test_rows_left_sending_say_since_when_unless_one_was_marked_without_a_time(
+    store: Store, clock: FakeClock
+) -> None:
+    await queue(store, clock, [100, 200], papers=2)
+    now = clock.now()
+    first, second = await store.deliveries.for_channel(100, mode="each", now=now)
+    assert await store.deliveries.sending_since(100) is None  # nothing in flight
+    await store.deliveries.mark_sending([first.id], now)
+    clock.advance(3)
+    await store.deliveries.mark_sending([second.id], clock.now())
+    assert await store.deliveries.sending_since(100) == now  # the earliest
+    [other, _] = await store.deliveries.for_channel(200, mode="each", now=now)
+    await store.deliveries.mark_sending([other.id])  # when is not known (a release before the column)
+    assert await store.deliveries.sending_since(200) is None

@@ -87,7 +87,7 @@ def test_the_comparison_names_every_departure() -> None:
 
     drifted = [m.split(":")[0] for m in mismatches(FollowRepository, Drifted)]
     assert drifted == ["for_topics", "remove", "touch", "digest_channels_due"]
-    assert len(mismatches(FollowRepository, object)) == 7
+    assert len(mismatches(FollowRepository, object)) == 9
     assert all(m.endswith(": missing") for m in mismatches(FollowRepository, object))
 
 
