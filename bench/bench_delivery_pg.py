@@ -38,11 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.corpus import titled_papers  # noqa: E402
-from bot.clock import SystemClock  # noqa: E402
 from bot.loopback.discord import LoopbackDiscord  # noqa: E402
-from bot.models import Paper, Wanted  # noqa: E402
-from bot.store import open_store  # noqa: E402
-from tests.e2e.bot_processes import deliver_env  # noqa: E402
+from tests.e2e.bot_processes import deliver_env, fill_outbox  # noqa: E402
 from tests.store.postgres_cluster import start_cluster  # noqa: E402
 
 PER_CHANNEL = (5, 5.0)
@@ -63,28 +60,6 @@ async def fresh_database(server: str, name: str) -> str:
     finally:
         await conn.close()
     return database_url(server, name)
-
-
-async def fill_outbox(url: str, channels: list[int], guild_id: int, papers: list[Paper]) -> None:
-    now = datetime.now(UTC)
-    async with await open_store(url, SystemClock()) as store:
-        await store.papers.upsert(papers, seen_at=now)
-        topic = await store.topics.create(
-            guild_id=guild_id, name="Bench", description="", query="ti:x", at=now
-        )
-        for channel in channels:  # followed in text channels, their kind recorded as /follow records it
-            await store.follows.upsert(
-                guild_id=guild_id,
-                channel_id=channel,
-                topic_id=topic.id,
-                mode="each",
-                digest_hour=8,
-                created_by=None,
-                at=now,
-                channel_type=0,
-            )
-        wanted = [Wanted(guild_id, c, p.arxiv_id, "each", topic.id) for c in channels for p in papers]
-        await store.deliveries.enqueue(wanted, now)
 
 
 def worker_env(discord: LoopbackDiscord, url: str, lease: int, folder: Path) -> dict[str, str]:

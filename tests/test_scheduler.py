@@ -271,20 +271,26 @@ async def test_digests_post_the_papers_collected_for_the_clocks_hour_only(tmp_pa
         ]
 
 
+async def crash_after_posting(w: Lab) -> Paper:
+    """A paper queued, posted by Discord, and the process dead before it marked the post sent."""
+    paper = submitted(1, hours_ago=1)
+    await w.queue([paper])
+
+    def die(post: Post) -> None:
+        raise Crash
+
+    w.poster.after = die
+    with pytest.raises(Crash):
+        await w.scheduler().deliver()
+    w.poster.after = None
+    return paper
+
+
 async def test_the_first_delivery_after_a_restart_finds_the_post_left_in_flight_instead_of_posting_it_again(
     tmp_path: Path,
 ) -> None:
     async with lab(tmp_path) as w:
-        paper = submitted(1, hours_ago=1)
-        await w.queue([paper])
-
-        def die(post: Post) -> None:
-            raise Crash  # Discord made the post; the process died before it was marked sent
-
-        w.poster.after = die
-        with pytest.raises(Crash):
-            await w.scheduler().deliver()
-        w.poster.after = None
+        paper = await crash_after_posting(w)
         assert (await w.ctx.services.status.of_server(1)).deliveries == {"sending": 1}
 
         w.clock.advance(61)  # restarted a minute later: Discord may have forgotten the post's nonce
@@ -336,16 +342,7 @@ async def test_a_post_left_in_flight_a_moment_ago_is_made_again_with_its_nonce_w
     tmp_path: Path,
 ) -> None:
     async with lab(tmp_path) as w:
-        paper = submitted(1, hours_ago=1)
-        await w.queue([paper])
-
-        def die(post: Post) -> None:
-            raise Crash  # Discord made the post; the process died before it was marked sent
-
-        w.poster.after = die
-        with pytest.raises(Crash):
-            await w.scheduler().deliver()
-        w.poster.after = None
+        paper = await crash_after_posting(w)
         w.clock.advance(5)  # restarted (or taken over by another worker) seconds later
         await w.scheduler().deliver()
         # No request to read the channel (each one waits its turn under Discord's global limit): the post was

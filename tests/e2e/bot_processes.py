@@ -103,9 +103,14 @@ def assert_each_posted_once(
 CHANNELS, PAPERS = 5, 8
 
 
-async def fill_outbox(url: str, channels: list[int], guild_id: int) -> list[Paper]:
+async def fill_outbox(
+    url: str, channels: list[int], guild_id: int, papers: list[Paper] | None = None
+) -> list[Paper]:
+    """Every paper (PAPERS made-up ones unless given) queued as a card for each channel, followed as text
+    channels; returns the papers."""
     now = datetime.now(UTC)
-    papers = [make_paper(i, published=now - timedelta(minutes=30 - i)) for i in range(PAPERS)]
+    if papers is None:
+        papers = [make_paper(i, published=now - timedelta(minutes=30 - i)) for i in range(PAPERS)]
     async with await open_store(url, SystemClock()) as store:
         await store.papers.upsert(papers, seen_at=now)
         topic = await store.topics.create(guild_id=guild_id, name="T", description="", query="ti:x", at=now)
