@@ -16,7 +16,7 @@ from bot.store.announcements import _RANK, headline_from
 from bot.store.papers import DAY, Stored, _is_newer, _paper_values, _stored, from_ts, paper_from_row, to_ts
 from bot.store.postgres.bulk import copy_in, stage
 from bot.store.postgres.database import Database, Row
-from bot.store.postgres.tokens import indexed
+from bot.store.postgres.tokens import tsvectors
 from bot.store.sql import PAPER_COLUMNS
 
 # The announcement a card shows for the stored version (see bot/store/announcements.py HEADLINE).
@@ -29,8 +29,7 @@ HEADLINE = (
 PAPER = PAPER_COLUMNS
 _COLUMNS = (
     "arxiv_id, version, title, abstract, authors, authors_json, primary_category, categories, "
-    "published, updated, comment, journal_ref, doi, authors_omitted, provisional, "
-    "title_words, abstract_words, authors_words, words"
+    "published, updated, comment, journal_ref, doi, authors_omitted, provisional, words"
 )
 _WRITTEN = [*_COLUMNS.split(", "), "first_seen", "last_changed"]  # what a batch copies into its staging table
 _SET = ", ".join(
@@ -79,14 +78,10 @@ def paper_filter(
     return "".join(f" AND {c}" for c in clauses), params
 
 
-def _values(paper: Paper, words: tuple[str, str, str, bytes]) -> tuple[object, ...]:
-    return (*_paper_values(paper), *words)
-
-
-async def _words(papers: Sequence[Paper]) -> list[tuple[str, str, str, bytes]]:
-    """Each paper's FTS5 words per column and its tsvector (tokens.py), computed off the event loop."""
+async def _words(papers: Sequence[Paper]) -> list[bytes]:
+    """Each paper's tsvector of the words FTS5 indexes (tokens.py), computed off the event loop."""
     fields = [(p.title, p.abstract, ", ".join(a.name for a in p.authors)) for p in papers]
-    return await asyncio.to_thread(indexed, fields) if fields else []
+    return await asyncio.to_thread(tsvectors, fields) if fields else []
 
 
 async def _insert_new(conn: asyncpg.Connection, rows: Sequence[Sequence[object]]) -> None:
@@ -139,7 +134,7 @@ class PaperRepo:
             new = [p for aid, p in latest.items() if aid not in stored]
             changed = [p for aid, p in latest.items() if aid in stored and _is_newer(p, stored[aid])]
             words = await _words([*new, *changed])
-            rows = [(*_values(p, w), now, now) for p, w in zip([*new, *changed], words, strict=True)]
+            rows = [(*_paper_values(p), w, now, now) for p, w in zip([*new, *changed], words, strict=True)]
             await self._write(rows[: len(new)], rows[len(new) :])
         return UpsertResult(
             new=[p.arxiv_id for p in new],
