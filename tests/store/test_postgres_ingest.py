@@ -122,7 +122,7 @@ async def test_a_paper_another_process_stores_meanwhile_is_kept_once(
     """Two processes (two stores on one database) store the same paper at once: the second's batch, which read
     it as new, skips it when the first commits, and stores the rest."""
     first, second = make_paper(1, title="First process's copy"), make_paper(1, title="Second process's copy")
-    other = make_paper(2)
+    other = make_paper(2, categories=("cs.CL", "stat.ML", "cs.CL"))
     async with (
         await PostgresStore.open(postgres_url, clock) as one,
         await PostgresStore.open(postgres_url, clock) as two,
@@ -141,14 +141,24 @@ async def test_a_paper_another_process_stores_meanwhile_is_kept_once(
         assert [p.title for p in [await two.papers.get(first.arxiv_id)] if p] == [first.title]
         assert await two.papers.get(other.arxiv_id) is not None
         assert await two.papers.count() == 2
+        linked = await two.db.fetchall(
+            "SELECT p.arxiv_id, c.category FROM paper_categories c JOIN papers p ON p.pk = c.paper_pk"
+            " ORDER BY 1, 2"
+        )
+        assert [tuple(r) for r in linked] == [
+            (first.arxiv_id, "cs.AI"),
+            (first.arxiv_id, "cs.LG"),
+            (other.arxiv_id, "cs.CL"),
+            (other.arxiv_id, "stat.ML"),
+        ]
         assert await differing(two, [first, other]) == []
 
 
 async def test_a_large_page_is_stored_whole(postgres: PostgresStore, clock: FakeClock) -> None:
-    """A page of hundreds of papers: every paper stored once, with its tsvector and categories, and a second
-    upsert of the page changes nothing."""
+    """A page of hundreds of papers (several chunks of the COPY's, papers.py CHUNK): every paper stored once, with
+    its tsvector and categories (each once), and a second upsert of the page changes nothing."""
     page = [
-        make_paper(i, title=f"Paper {i} on chunked ingest", categories=("cs.LG", "cs.AI"))
+        make_paper(i, title=f"Paper {i} on chunked ingest", categories=("cs.LG", "cs.AI", "cs.LG"))
         for i in range(1, 652)
     ]
     result = await postgres.papers.upsert(page, seen_at=clock.now())

@@ -27,7 +27,7 @@ import threading
 from collections.abc import Collection, Sequence
 from contextlib import closing
 from functools import lru_cache
-from itertools import chain
+from itertools import chain, repeat
 
 import numpy as np
 
@@ -201,11 +201,14 @@ def _folded(paper: Fields) -> Folded:
 def _page(papers: list[Folded]) -> list[bytes]:
     """The tsvectors of papers' folded words, each word's stem asked of FTS5's own Porter stemmer (`_Stems`).
     Called holding _LOCK."""
-    if not _learn(papers):
-        half = len(papers) // 2
-        return _page(papers[:half]) + _page(papers[half:])
-    words = chain.from_iterable(chain.from_iterable(papers))
-    return _tsvectors(papers, np.fromiter(map(_stems.ids.__getitem__, words), np.int64))
+    words = list(chain.from_iterable(chain.from_iterable(papers)))
+    ids = np.fromiter(map(_stems.ids.get, words, repeat(-1)), np.int64, len(words))
+    if ids.size and ids.min() < 0:  # words not seen yet (most pages hold a few)
+        if not _learn(papers):
+            half = len(papers) // 2
+            return _page(papers[:half]) + _page(papers[half:])
+        ids = np.fromiter(map(_stems.ids.__getitem__, words), np.int64, len(words))
+    return _tsvectors(papers, ids)
 
 
 def _learn(papers: list[Folded]) -> bool:
