@@ -78,7 +78,7 @@ def index_words(papers: Sequence[Fields]) -> list[Fields]:
         out = []
         for paper in papers:
             folded = _folded(paper)
-            _learn([folded])
+            _ids(list(chain.from_iterable(folded)))
             out.append(_joined(folded))
         return out
 
@@ -199,32 +199,35 @@ def _folded(paper: Fields) -> Folded:
 
 
 def _page(papers: list[Folded]) -> list[bytes]:
-    """The tsvectors of papers' folded words, each word's stem asked of FTS5's own Porter stemmer (`_Stems`).
-    Called holding _LOCK."""
-    words = list(chain.from_iterable(chain.from_iterable(papers)))
-    ids = np.fromiter(map(_stems.ids.get, words, repeat(-1)), np.int64, len(words))
-    if ids.size and ids.min() < 0:  # words not seen yet (most pages hold a few)
-        if not _learn(papers):
-            half = len(papers) // 2
-            return _page(papers[:half]) + _page(papers[half:])
-        ids = np.fromiter(map(_stems.ids.__getitem__, words), np.int64, len(words))
+    """The tsvectors of papers' folded words. Called holding _LOCK."""
+    ids = _ids(list(chain.from_iterable(chain.from_iterable(papers))), divisible=len(papers) > 1)
+    if ids is None:  # too many distinct words for the lexicon at once
+        half = len(papers) // 2
+        return _page(papers[:half]) + _page(papers[half:])
     return _tsvectors(papers, ids)
 
 
-def _learn(papers: list[Folded]) -> bool:
-    """Have the lexicon know every word of `papers`, starting a new one when the lexicon would grow past its
-    bound; False (nothing done) when the papers alone hold too many words: the caller splits them."""
+def _ids(words: list[str], *, divisible: bool = False) -> Ints | None:
+    """Each word's lexeme id, the stems of words not seen yet asked of FTS5's own Porter stemmer (`_Stems`),
+    the lexicon started anew when it would grow past its bound; None when the words alone are too many and the
+    caller can divide them (one paper's are taken whole: so many words are past PostgreSQL's bounds anyway, and
+    such a paper's tsvector is built without tsvectors.py, which needs ids below 2**20)."""
     global _stems
-    words = set(chain.from_iterable(chain.from_iterable(papers)))
-    unknown = words.difference(_stems.ids)
-    if len(_stems.ids) + len(unknown) > _KEPT:
-        if len(words) > _KEPT and len(papers) > 1:
-            return False
-        _stems = _Stems()
-        unknown = words
-    if unknown:
+    ids = np.fromiter(map(_stems.ids.get, words, repeat(-1)), np.int64, len(words))
+    missing = np.flatnonzero(ids < 0).tolist()
+    if not missing:
+        return ids
+    unknown = {words[i] for i in missing}
+    if len(_stems.ids) + len(unknown) <= _KEPT:
         _stems.learn(unknown)
-    return True
+        ids[missing] = [_stems.ids[words[i]] for i in missing]
+        return ids
+    distinct = set(words)
+    if len(distinct) > _KEPT and divisible:
+        return None
+    _stems = _Stems()
+    _stems.learn(distinct)
+    return np.fromiter(map(_stems.ids.__getitem__, words), np.int64, len(words))
 
 
 @lru_cache(maxsize=4096)
