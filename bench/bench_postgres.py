@@ -11,6 +11,10 @@ does not read the history, so it needs no 1M-paper store.
 
     python bench/bench_postgres.py            # 1M papers (the PostgreSQL store is built once, kept in bench/out/)
     python bench/bench_postgres.py --papers 20000   # a quick run
+    python bench/bench_postgres.py --postgres-only --cluster /tmp/copy   # a copy of the kept cluster (cp -a)
+
+A run leaves the kept store as it was (the papers it adds are removed), but opening it applies the code's new
+migrations: to try code with a migration the kept cluster should not get yet, run it on a copy (--cluster).
 
 The SQLite store is bench/out/papers-<N>.sqlite3 (bench/bench_million.py builds it), copied to a temporary folder
 so that nothing in bench/out/ changes. PostgreSQL runs as a local cluster kept in bench/out/postgres/ (Debian's
@@ -180,10 +184,16 @@ async def main() -> None:
     parser.add_argument(
         "--postgres-only", action="store_true", help="measure PostgreSQL only (SQLite's column left empty)"
     )
+    parser.add_argument(
+        "--cluster",
+        type=Path,
+        default=OUT / "postgres",
+        help="the PostgreSQL cluster's folder (a copy, cp -a)",
+    )
     args = parser.parse_args()
     clock = FakeClock(datetime.fromtimestamp(NOW_SECONDS, UTC))
     kept = await papers_only(args.papers)  # SQLite's, built once by bench_million.py
-    cluster: Cluster = kept_cluster(OUT / "postgres", PORT)
+    cluster: Cluster = kept_cluster(args.cluster, PORT)
     try:
         pg_url = cluster.database(f"papers_{args.papers}")
         postgres = Side("PostgreSQL", build=await build_postgres(pg_url, args.papers, clock))

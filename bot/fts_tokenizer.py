@@ -31,13 +31,17 @@ _DIACRITIC_IN_WORD = re.compile(r"(?<=[^\s\x01])\x01+")
 _FOLD: dict[int, str] = {c: (chr(c).lower() if chr(c).isalnum() else " ") for c in range(128)}
 _KNOWN: set[str] = {chr(c) for c in range(128)}
 _FOLD_LOCK = threading.Lock()
-_ASCII_WORD = re.compile(r"[a-z0-9]+")
+# ASCII text's fold as a byte table (letters lowered, digits kept, all else a space): translating and splitting
+# the bytes is a third faster than a regex over the lowered text, and this runs on every word stored.
+_ASCII_FOLD = bytes(
+    c | 0x20 if chr(c).isalpha() else c if chr(c).isdigit() else 32 for c in range(128)
+) + bytes([32] * 128)
 
 
 def fold_words(text: str) -> list[str]:
     """Split text into lower-case, accent-free words, exactly as FTS5's FOLDING_TOKENIZER does."""
     if text.isascii():
-        return _ASCII_WORD.findall(text.lower())  # the same as the table below, in C
+        return text.encode().translate(_ASCII_FOLD).decode().split()  # the same as the table below, in C
     unknown = set(text) - _KNOWN
     if unknown:
         _learn_chars(unknown)

@@ -5,7 +5,7 @@ its ON CONFLICT rule while costing one round trip instead of one per row."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import AsyncIterable, Iterable, Sequence
 from typing import Any
 
 import asyncpg
@@ -33,15 +33,22 @@ async def stage(
 
 
 async def copy_in(
-    conn: asyncpg.Connection, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+    conn: asyncpg.Connection,
+    table: str,
+    columns: Sequence[str],
+    rows: Iterable[Sequence[Any]] | AsyncIterable[Sequence[Any]],
 ) -> None:
-    """COPY `rows` into `table` (binary; a tsvector given as bytes in PostgreSQL's binary form)."""
-    # asyncpg has no tsvector codec: for this copy only (a codec stays on the connection), bytes pass as they are.
+    """COPY `rows` into `table` (binary; a tsvector given as bytes in PostgreSQL's binary form: see
+    `tsvectors_as_bytes`). Rows given as an async iterable are sent as they come (about every 512 kB), so
+    PostgreSQL works on them as the rest is made."""
+    await conn.copy_records_to_table(table, records=rows, columns=list(columns))
+
+
+async def tsvectors_as_bytes(conn: asyncpg.Connection) -> None:
+    """Pass tsvectors to and from `conn` as bytes in PostgreSQL's binary form (asyncpg has no tsvector codec, and
+    COPY's binary format needs one). Set once per connection (the pool's `init`): setting and resetting it around
+    each COPY, as before, made asyncpg forget the connection's prepared statements twice a page."""
     await conn.set_type_codec("tsvector", schema="pg_catalog", encoder=bytes, decoder=bytes, format="binary")
-    try:
-        await conn.copy_records_to_table(table, records=rows, columns=list(columns))
-    finally:
-        await conn.reset_type_codec("tsvector", schema="pg_catalog")
 
 
 async def insert_copied(

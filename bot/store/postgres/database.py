@@ -22,6 +22,7 @@ import asyncpg
 
 from bot.clock import Clock
 from bot.errors import Unreachable
+from bot.store.postgres.bulk import tsvectors_as_bytes
 from bot.store.sql import migrations_in
 
 log = logging.getLogger(__name__)
@@ -91,7 +92,9 @@ class Database:
         """Connect and migrate. An unreachable server or a wrong URL raises Unreachable in one line that names
         the host and database (never the password)."""
         try:
-            self._pool = await asyncpg.create_pool(self.url, min_size=1, max_size=8, timeout=30)
+            self._pool = await asyncpg.create_pool(
+                self.url, min_size=1, max_size=8, timeout=30, init=tsvectors_as_bytes
+            )
         except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError, ValueError) as exc:
             reason = _scrubbed(str(exc) or type(exc).__name__, self.url).splitlines()[0]
             raise Unreachable(

@@ -21,13 +21,13 @@ from bot.store.database import Database as SqliteDatabase
 from bot.store.postgres.bulk import insert_copied
 from bot.store.postgres.database import Database as PostgresDatabase
 from bot.store.postgres.database import describe
-from bot.store.postgres.tokens import indexed
+from bot.store.postgres.tokens import tsvectors
 
 BATCH = 5_000
 # Not copied: each database's own migration record, the copy's own bookkeeping, and a cache PostgreSQL rebuilds
 # on first read (category_day_counts: per-day counts, forgotten whenever a paper of that day changes).
 SKIPPED = frozenset({"schema_migrations", "store_copies", "store_copy_positions", "category_day_counts"})
-WORDS = ("title_words", "abstract_words", "authors_words", "words")  # papers' FTS5 words and tsvector
+WORDS = ("words",)  # papers' tsvector of the words FTS5 indexes
 Report = Callable[[str], None]
 
 
@@ -220,8 +220,8 @@ def _with_topic_array(columns: Sequence[str], rows: Sequence[tuple[Any, ...]]) -
 
 
 async def _with_words(columns: Sequence[str], rows: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    """Papers' rows with the words FTS5 indexes in their title, abstract and authors and their tsvector."""
+    """Papers' rows with the tsvector of the words FTS5 indexes in their title, abstract and authors."""
     at = [columns.index(c) for c in ("title", "abstract", "authors")]
     fields = [(r[at[0]], r[at[1]], r[at[2]]) for r in rows]
-    words = await asyncio.to_thread(indexed, fields)
-    return [(*r, *w) for r, w in zip(rows, words, strict=True)]
+    words = await asyncio.to_thread(tsvectors, fields)
+    return [(*r, w) for r, w in zip(rows, words, strict=True)]
