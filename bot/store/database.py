@@ -39,7 +39,7 @@ WRITER_CACHE_KIB = 16_384
 READER_CACHE_KIB = 2_048
 # SQLite VM steps between two looks at a read's deadline: a few milliseconds of a long statement (measured at 1M
 # papers: a look every 5-15 ms while FTS5 reads a common prefix's entries). FTS5 merges what it read in C without
-# looking, so a statement may overrun its deadline by that merge: 0.12-0.25 s for a 0.12 s deadline, against the
+# looking, so a statement may overrun its deadline by that merge: 0.12-0.35 s for a 0.12 s deadline, against the
 # 12-15 s `dodo*` ran for (README, "A million papers").
 PROGRESS_STEPS = 1_000
 

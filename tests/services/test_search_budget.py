@@ -5,16 +5,20 @@ on time is ranked by relevance as before."""
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
 from bot.clock import FakeClock
 from bot.models import Paper
 from bot.services.history import FIRST_SEARCH_BATCH
+from bot.services.topics import TopicLimits
+from bot.store import SqliteStore
 from bot.topics.query import PaperText, parse_query
 from cogs.history import search_pages
+from tests.database_clock import DatabaseClock
 from tests.factories import BASE_TIME, make_paper
-from tests.services.world import World
+from tests.services.world import World, services_world
 
 pytestmark = pytest.mark.both_back_ends  # through the Store protocol only
 
@@ -101,3 +105,29 @@ async def test_out_of_time_twice_it_says_how_far_it_looked(stored: World, clock:
     text = search_pages("plain AND lyn*", none, None, None)[0].content
     assert f"None of the newest {FIRST_SEARCH_BATCH} stored papers matches" in text
     assert "too many papers match to rank by relevance in time" in text and "Narrow the query" in text
+
+
+@pytest.mark.sqlite_only
+async def test_a_count_out_of_time_says_more_than_it_ranked(tmp_path: Path) -> None:
+    """Ranking 20 candidates takes SQLite no look at the clock; counting 3,000 takes many, each finding a second
+    gone: the ranked page is shown, and the count says "more than" what was ranked."""
+    clock = DatabaseClock()
+    store = await SqliteStore.open(tmp_path / "paperwatch.sqlite3", clock)
+    try:
+        async with services_world(store, clock) as world:
+            many = [
+                make_paper(n, title=f"Lynx survey {n}", abstract=f"A lynx, filler {n}.") for n in range(3000)
+            ]
+            await world.intake.store_papers(many, announce=False)
+            history = world.rebuilt(TopicLimits(search_candidates=20, search_ranked=20)).history
+            on_time = await history.search(parse_query("lyn*"), want=5)
+            assert (on_time.candidates, on_time.candidates_capped) == (3000, False)
+
+            clock.slow = True
+            late = await history.search(parse_query("lyn*"), want=5)
+            assert late.hits == on_time.hits and late.by_relevance and not late.unranked
+            assert (late.candidates, late.candidates_capped, late.sampled_from) == (20, True, 20)
+            header = search_pages("lyn*", late, None, None)[0].content.splitlines()[0]
+            assert "more than 20 stored papers match; showing the 5 most relevant of the 20 newest" in header
+    finally:
+        await store.close()
