@@ -35,3 +35,11 @@ class MalformedFeed(SourceError):
 class Unreachable(PaperwatchError):
     """A service (Discord, arXiv) could not be reached or gave no usable answer; the message names it, what
     to check, and what to do next. Nothing was lost."""
+
+
+class ReadTimedOut(PaperwatchError):
+    """A store read given a deadline (a search's time budget) was stopped when it passed: the connection is
+    free again at once. Callers answer with what they can give cheaply instead."""
+
+    def __init__(self) -> None:
+        super().__init__("The stored papers took too long to search for this query. Narrow it and try again.")

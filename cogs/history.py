@@ -134,10 +134,17 @@ def search_pages(
     filters = _filters_text(topic, since)
     hits = result.hits
     if not hits:
-        text = (
-            no_results_text(shown, filters) if result.complete else partial_none_text(shown, filters, result)
-        )
+        if result.unranked:
+            text = unranked_none_text(shown, filters, result)
+        elif result.complete:
+            text = no_results_text(shown, filters)
+        else:
+            text = partial_none_text(shown, filters, result)
         return [Page(content=text)]
+    if result.unranked:
+        header = f"**Search** {shown}{filters}: {unranked_text(result, len(hits))}"
+        entries = [search_entry(i, hit) for i, hit in enumerate(hits, start=1)]
+        return [Page(content=text) for text in pack_lines(header, entries, per_page=PER_PAGE)]
     if not result.complete:
         best = "the best match" if len(hits) == 1 else f"the {len(hits)} best"
         count = (
@@ -172,6 +179,29 @@ def sample_text(result: SearchResult, shown: int) -> str:
     among = f" of the {result.sampled_from:,} newest" if result.sample and result.by_relevance else ""
     papers = "paper matches" if result.candidates == 1 else "papers match"
     return f"{matching_text(result)} stored {papers}; showing the {shown} {which}{among}"
+
+
+UNRANKED = "too many papers match to rank by relevance in time"
+NARROW = "a rarer word, a longer prefix, ti:, abs:, cat: or since:"
+
+
+def unranked_text(result: SearchResult, shown: int) -> str:
+    """What a search whose ranking ran out of time shows: the newest matches, each confirmed, and what to do."""
+    matches = "match" if shown == 1 else "matches"
+    among = (
+        "" if result.complete else f" among the newest {result.checked:,} stored papers, so there may be more"
+    )
+    return (
+        f"the {shown} newest {matches}{among}, ranked newest first: {UNRANKED}. "
+        f"Narrow the query ({NARROW}) for the most relevant"
+    )
+
+
+def unranked_none_text(shown: str, filters: str, result: SearchResult) -> str:
+    return (
+        f"None of the newest {result.checked:,} stored papers matches {shown}{filters}, and {UNRANKED}, so "
+        f"older papers may. Narrow the query so the index finds fewer candidates: {NARROW}."
+    )
 
 
 def _results(n: int) -> str:

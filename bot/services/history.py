@@ -3,13 +3,13 @@ and one paper by id (fetched from arXiv and stored when it is not stored yet).""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from datetime import datetime
 
 from bot.clock import Clock, SystemClock
-from bot.errors import PaperwatchError, SourceError
+from bot.errors import PaperwatchError, ReadTimedOut, SourceError
 from bot.intake import Intake
 from bot.models import CATALOG_GUILD, Paper, SearchHit, TopicRow, fold_name
 from bot.models import HIGHLIGHT_END as HIGHLIGHT_END  # re-exported: a hit's snippet marks
@@ -32,6 +32,9 @@ FIRST_SEARCH_BATCH = (
 SEARCH_BUDGET_SECONDS = 0.12
 MAX_SEARCH_BATCH = 400  # the budget is checked between batches: a batch is what it may overrun by (~50 ms)
 COUNT_CAP = 20_000  # how far a search counts its candidates (~10 ms at 1M): beyond, "more than 20,000"
+# The count's own time, past the search's budget when confirming used it: ~10 ms for a common word at 1M, but FTS5
+# finds a prefix most words start with (`dodo*`) by merging all their entries first, seconds at a million papers.
+COUNT_BUDGET_SECONDS = 0.05
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,9 @@ class SearchResult:
     candidates_capped: bool = False
     by_relevance: bool = True  # False: newest first (a query with no words to rank by, e.g. a bare cat:)
     confirmed: int = 0  # of the `checked` candidates, how many the exact evaluator kept
+    # Ranking by relevance ran out of time (too many papers passed the full-text index to rank): the hits are the
+    # newest stored papers the exact evaluator confirmed, newest first, and `checked` the newest papers read.
+    unranked: bool = False
 
     @property
     def sample(self) -> bool:
@@ -120,7 +126,8 @@ class HistoryService:
         SEARCH_BUDGET_SECONDS have passed (then the result is not complete). Only the newest
         `limits.search_ranked` candidates are ranked, so the cost is bounded by the page, not by the matches:
         with more candidates the result is a best-first sample (`sampled_from`), and says how many there are,
-        counted up to COUNT_CAP."""
+        counted up to COUNT_CAP. A ranking still running when the budget ends is stopped inside the database:
+        the answer is then the newest stored papers the evaluator confirms, newest first (`unranked`)."""
         deadline = self.clock.monotonic() + SEARCH_BUDGET_SECONDS  # ranking included
         categories = await self.index.stored_categories(query)
         if categories is None:  # a category no stored paper has: nothing can match
@@ -130,19 +137,7 @@ class HistoryService:
         topic_id = topic.id if topic is not None else None
         including = self.index.within(topic.id, guild_id) if topic is not None else []
 
-        # Ranked once within the newest `pool` candidates (the cost of a page, however many papers match),
-        # then read a batch at a time; with no words, newest first straight from the index.
-        order = (
-            await self.store.search.ranked_ids(
-                fts, topic_id=topic_id, including=including, categories=categories, since=since, pool=pool
-            )
-            if fts is not None
-            else []
-        )
-
-        async def ranked(offset: int, limit: int) -> list[SearchHit]:
-            if fts is not None:
-                return await self.store.search.hits(order[offset : offset + limit])
+        async def newest(offset: int, limit: int) -> list[SearchHit]:
             return await self.store.search.ranked(
                 None,
                 topic_id=topic_id,
@@ -154,11 +149,82 @@ class HistoryService:
                 snippets=False,
             )
 
-        async def count(cap: int) -> int:
-            return await self.store.search.count(
-                fts, topic_id=topic_id, including=including, categories=categories, since=since, cap=cap
-            )
+        if fts is None:  # no words: newest first straight from the index
+            order: list[int] = []
+            ranked = newest
+        else:
+            # Ranked once within the newest `pool` candidates (the cost of a page, however many papers match),
+            # then read a batch at a time.
+            try:
+                order = await self.store.search.ranked_ids(
+                    fts,
+                    topic_id=topic_id,
+                    including=including,
+                    categories=categories,
+                    since=since,
+                    pool=pool,
+                    deadline=deadline,
+                )
+            except ReadTimedOut:
+                # The newest papers, each confirmed: true matches, cheaply, in a budget of their own.
+                fallback = self.clock.monotonic() + SEARCH_BUDGET_SECONDS
+                found, checked, exhausted, _ = await self._confirmed(query, newest, want, bound, fallback)
+                shown = await self.store.search.with_snippets(fts, found[:want])
+                return SearchResult(
+                    shown,
+                    checked,
+                    exhausted or len(found) >= want,
+                    by_relevance=False,
+                    confirmed=len(found),
+                    unranked=True,
+                )
 
+            async def by_rank(offset: int, limit: int) -> list[SearchHit]:
+                return await self.store.search.hits(order[offset : offset + limit])
+
+            ranked = by_rank
+
+        found, checked, exhausted, over_budget = await self._confirmed(query, ranked, want, bound, deadline)
+        shown = await self.store.search.with_snippets(fts, found[:want])
+        if over_budget:
+            return SearchResult(shown, checked, False, by_relevance=fts is not None, confirmed=len(found))
+        if exhausted and checked < pool:  # every candidate was checked
+            return SearchResult(shown, checked, True, by_relevance=fts is not None, confirmed=len(found))
+        try:
+            candidates = await self.store.search.count(
+                fts,
+                topic_id=topic_id,
+                including=including,
+                categories=categories,
+                since=since,
+                cap=COUNT_CAP,
+                deadline=max(deadline, self.clock.monotonic() + COUNT_BUDGET_SECONDS),
+            )
+            capped = candidates >= COUNT_CAP
+        except ReadTimedOut:  # too many to count in time: at least the ranked pool's
+            candidates, capped = max(len(order), checked), True
+        return SearchResult(
+            shown,
+            checked,
+            len(found) >= want or candidates <= checked,
+            sampled_from=pool if candidates > pool or (capped and candidates >= pool) else None,
+            candidates=candidates,
+            candidates_capped=capped,
+            by_relevance=fts is not None,
+            confirmed=len(found),
+        )
+
+    async def _confirmed(
+        self,
+        query: TopicQuery,
+        ranked: Callable[[int, int], Awaitable[list[SearchHit]]],
+        want: int,
+        bound: int,
+        deadline: float,
+    ) -> tuple[list[SearchHit], int, bool, bool]:
+        """Candidates in growing batches (`ranked(offset, limit)`), confirmed by the exact evaluator until `want`
+        are found, none is left (exhausted), `bound` were checked or the deadline passed after a batch (over
+        budget; the first batch is always checked): (found, checked, exhausted, over budget)."""
         exhausted = False
 
         async def batches() -> AsyncIterator[list[SearchHit]]:
@@ -176,7 +242,6 @@ class HistoryService:
 
         found: list[SearchHit] = []
         checked = 0
-        over_budget = False
         async with aclosing(confirmed(query, batches(), lambda hit: hit.paper)) as confirming:
             async for size, hits in confirming:
                 checked += size
@@ -184,24 +249,8 @@ class HistoryService:
                 if len(found) >= want:
                     break
                 if self.clock.monotonic() > deadline and not exhausted:
-                    over_budget = True
-                    break
-        shown = await self.store.search.with_snippets(fts, found[:want])
-        if over_budget:
-            return SearchResult(shown, checked, False, by_relevance=fts is not None, confirmed=len(found))
-        if exhausted and checked < pool:  # every candidate was checked
-            return SearchResult(shown, checked, True, by_relevance=fts is not None, confirmed=len(found))
-        candidates = await count(COUNT_CAP)
-        return SearchResult(
-            shown,
-            checked,
-            len(found) >= want or candidates <= checked,
-            sampled_from=pool if candidates > pool else None,
-            candidates=candidates,
-            candidates_capped=candidates >= COUNT_CAP,
-            by_relevance=fts is not None,
-            confirmed=len(found),
-        )
+                    return found, checked, exhausted, True
+        return found, checked, exhausted, False
 
     async def matches(self, query: TopicQuery, *, since: datetime | None = None) -> list[Paper]:
         """Every stored paper the query matches (submitted since `since`), newest first."""

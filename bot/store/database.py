@@ -13,6 +13,7 @@ import contextlib
 import contextvars
 import logging
 import os
+import sqlite3
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any
 import aiosqlite
 
 from bot.clock import Clock
+from bot.errors import ReadTimedOut
 from bot.store.sql import migrations_in
 
 log = logging.getLogger(__name__)
@@ -35,6 +37,11 @@ READERS = 4  # read connections: concurrent commands beyond this wait for a free
 # No mmap_size: mapped pages of the file count in the process's resident memory as they are read.
 WRITER_CACHE_KIB = 16_384
 READER_CACHE_KIB = 2_048
+# SQLite VM steps between two looks at a read's deadline: a few milliseconds of a long statement (measured at 1M
+# papers: a look every 5-15 ms while FTS5 reads a common prefix's entries). FTS5 merges what it read in C without
+# looking, so a statement may overrun its deadline by that merge: 0.12-0.35 s for a 0.12 s deadline, against the
+# 12-15 s `dodo*` ran for (README, "A million papers").
+PROGRESS_STEPS = 1_000
 
 
 def bundled_migrations() -> list[tuple[int, str, str]]:
@@ -70,16 +77,38 @@ async def connect(path: Path, *, cache_kib: int, read_only: bool = False) -> aio
     return conn
 
 
+class Deadline:
+    """When the statement a read connection runs must stop, if ever: read by the connection's progress handler on
+    the connection's thread, set and cleared by the borrower on the event loop (plain attribute writes, so a
+    cancelled borrower cannot leave one behind for the next)."""
+
+    __slots__ = ("at", "clock")
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.at: float | None = None  # the clock's monotonic time
+
+    def passed(self) -> int:
+        """SQLite's progress handler: non-zero interrupts the statement."""
+        at = self.at
+        return 1 if at is not None and self.clock.monotonic() > at else 0
+
+
 class ReadPool:
-    """Read-only connections lent one per read: a read waits only when every connection is busy."""
+    """Read-only connections lent one per read: a read waits only when every connection is busy. Each has a
+    progress handler installed once, for good, which stops its statement when the borrower's deadline passes."""
 
     def __init__(self) -> None:
         self._idle: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
         self._all: list[aiosqlite.Connection] = []
+        self._deadlines: dict[aiosqlite.Connection, Deadline] = {}
 
-    async def open(self, path: Path, size: int) -> None:
+    async def open(self, path: Path, size: int, clock: Clock) -> None:
         for _ in range(size):
             conn = await connect(path, cache_kib=READER_CACHE_KIB, read_only=True)
+            deadline = Deadline(clock)
+            await conn.set_progress_handler(deadline.passed, PROGRESS_STEPS)
+            self._deadlines[conn] = deadline
             self._all.append(conn)
             self._idle.put_nowait(conn)
 
@@ -88,21 +117,25 @@ class ReadPool:
         return tuple(self._all)
 
     @asynccontextmanager
-    async def connection(self) -> AsyncIterator[aiosqlite.Connection]:
+    async def connection(self, deadline: float | None = None) -> AsyncIterator[aiosqlite.Connection]:
+        """A free connection, whose statements stop once the clock passes `deadline` (None: never)."""
         if not self._all:
             raise RuntimeError("the store is not open")
         conn = await self._idle.get()
+        self._deadlines[conn].at = deadline
         try:
             yield conn
         finally:
             # Back even when the caller was cancelled mid-read: aiosqlite finishes that statement on the
-            # connection's thread before it runs the next borrower's.
+            # connection's thread before it runs the next borrower's. Without the deadline: it was this read's.
+            self._deadlines[conn].at = None
             self._idle.put_nowait(conn)
 
     async def close(self) -> None:
         for conn in self._all:
             await conn.close()
         self._all.clear()
+        self._deadlines.clear()
         self._idle = asyncio.Queue()
 
 
@@ -125,7 +158,7 @@ class Database:
         self._writer = await connect(self.path, cache_kib=WRITER_CACHE_KIB)
         await self._writer.execute("PRAGMA journal_mode = WAL")
         await self.migrate()
-        await self._pool.open(self.path, self.readers)
+        await self._pool.open(self.path, self.readers, self.clock)
 
     async def close(self) -> None:
         await self._pool.close()
@@ -189,17 +222,31 @@ class Database:
             finally:
                 _in_transaction.reset(token)
 
-    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[aiosqlite.Row]:
+    async def fetchall(
+        self, sql: str, params: Sequence[Any] = (), *, deadline: float | None = None
+    ) -> list[aiosqlite.Row]:
         """A read of committed data on a free read connection (the writer's own connection inside a
-        transaction, to see its writes)."""
+        transaction, to see its writes). With a `deadline` (the clock's monotonic time), a read on a read
+        connection is stopped inside SQLite once it passes, raising ReadTimedOut (so a search that cannot be
+        ranked in time gives its connection back at once, not after seconds)."""
         if _in_transaction.get():
             async with self.writer.execute(sql, params) as cur:
                 return list(await cur.fetchall())
-        async with self._pool.connection() as conn, conn.execute(sql, params) as cur:
-            return list(await cur.fetchall())
+        if deadline is not None and self.clock.monotonic() > deadline:
+            raise ReadTimedOut()
+        async with self._pool.connection(deadline) as conn:
+            try:
+                async with conn.execute(sql, params) as cur:
+                    return list(await cur.fetchall())
+            except sqlite3.OperationalError as exc:
+                if deadline is not None and exc.sqlite_errorcode == sqlite3.SQLITE_INTERRUPT:
+                    raise ReadTimedOut() from None
+                raise
 
-    async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> aiosqlite.Row | None:
-        rows = await self.fetchall(sql, params)
+    async def fetchone(
+        self, sql: str, params: Sequence[Any] = (), *, deadline: float | None = None
+    ) -> aiosqlite.Row | None:
+        rows = await self.fetchall(sql, params, deadline=deadline)
         return rows[0] if rows else None
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:

@@ -123,8 +123,11 @@ class SearchRepository(Protocol):
         categories: Sequence[str] = (),
         since: datetime | None = None,
         pool: int,
+        deadline: float | None = None,
     ) -> list[int]:
-        """The newest `pool` candidates' row ids (filtered as `ranked`), best first, ranked once."""
+        """The newest `pool` candidates' row ids (filtered as `ranked`), best first, ranked once. Each read is
+        stopped inside the database once the clock's monotonic time passes `deadline`, raising ReadTimedOut
+        (the connection free again at once, with no bound left on it for the next read)."""
 
     async def hits(self, pks: Sequence[int]) -> list[SearchHit]:
         """The papers of these row ids, in that order, as hits without a snippet."""
@@ -141,8 +144,10 @@ class SearchRepository(Protocol):
         categories: Sequence[str] = (),
         since: datetime | None = None,
         cap: int,
+        deadline: float | None = None,
     ) -> int:
-        """How many papers pass the prefilter and the filters, counted up to `cap`."""
+        """How many papers pass the prefilter and the filters, counted up to `cap`; stopped as `ranked_ids` once
+        `deadline` passes (ReadTimedOut)."""
 
     async def papers_holding(self, words: Sequence[str], *, cap: int) -> dict[str, int]:
         """How many papers hold each word (a word as `bot.topics.query.fold_words` folds it, letters and digits

@@ -31,7 +31,14 @@ class RecentWindow:
         self._refresh: asyncio.Task[None] | None = None
 
     async def ranked(
-        self, fts: str, where: str, params: Sequence[object], pool: int, *, from_papers: int
+        self,
+        fts: str,
+        where: str,
+        params: Sequence[object],
+        pool: int,
+        *,
+        from_papers: int,
+        deadline: float | None = None,
     ) -> list[int] | None:
         """bm25's order over the whole index of the pool (the newest `pool` candidates) of a query of one
         phrase, ranked within the window; None when it cannot be: a store of fewer than `from_papers` papers
@@ -52,6 +59,7 @@ class RecentWindow:
             " FROM (SELECT (SELECT papers FROM paper_count) >= ? AS big,"
             " high >= (SELECT COALESCE(MAX(pk), 0) FROM papers) AS current FROM papers_recent_window)",
             (fts, *params, pool, from_papers),
+            deadline=deadline,
         )
         if state is None or not state[0]:
             return None
@@ -70,6 +78,7 @@ class RecentWindow:
             f" JOIN papers_recent_fts_docsize d ON d.id = papers_recent_fts.rowid{joined}{matching}"
             " ORDER BY papers_recent_fts.rowid DESC LIMIT ?",
             (fts, *params, pool),
+            deadline=deadline,
         )
         if not rows or len(rows) < pool or not rows[-1][4]:  # it moved on, or newer papers came, meanwhile
             return None

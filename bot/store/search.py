@@ -98,9 +98,12 @@ class SearchRepo:
         categories: Sequence[str] = (),
         since: datetime | None = None,
         pool: int,
+        deadline: float | None = None,
     ) -> list[int]:
         """The newest `pool` candidates' row ids, best first: ranked once, then read a page at a time with
-        `hits` (ranking again for each page cost a NOT query, whose pages are mostly rejected, 4x)."""
+        `hits` (ranking again for each page cost a NOT query, whose pages are mostly rejected, 4x). Every read
+        stops once the clock passes `deadline`, raising ReadTimedOut: FTS5 finds a prefix most words start
+        with (`dodo*`) by merging all their entries, seconds at a million papers, before it ranks any."""
         if pool < 0:
             raise ValueError(f"pool must not be negative (got {pool})")
         where, params = paper_filter(
@@ -109,30 +112,40 @@ class SearchRepo:
         joined = f" JOIN papers p ON p.pk = papers_fts.rowid WHERE papers_fts MATCH ?{where}"
         source = joined if where else " WHERE papers_fts MATCH ?"
         if _ONE_PHRASE.fullmatch(fts):
-            in_window = await self.recent.ranked(fts, where, params, pool, from_papers=self.recent_from)
+            in_window = await self.recent.ranked(
+                fts, where, params, pool, from_papers=self.recent_from, deadline=deadline
+            )
             if in_window is not None:
                 return in_window
         one_word = _ONE_WORD_IN_COLUMN.fullmatch(fts)
-        if one_word is not None and await self._held_by_many(one_word[2]):
-            return await self._rank_one_word(fts, _COLUMNS[one_word[1]], source, params, pool)
+        if one_word is not None and await self._held_by_many(one_word[2], deadline):
+            return await self._rank_one_word(fts, _COLUMNS[one_word[1]], source, params, pool, deadline)
         rows = await self.db.fetchall(
             f"SELECT pk FROM (SELECT papers_fts.rowid AS pk, {_BM25} AS score FROM papers_fts{source}"
             " ORDER BY papers_fts.rowid DESC LIMIT ?) ORDER BY score, pk",
             (fts, *params, pool),
+            deadline=deadline,
         )
         return [row[0] for row in rows]
 
-    async def _held_by_many(self, word: str) -> bool:
+    async def _held_by_many(self, word: str, deadline: float | None) -> bool:
         """Whether at least `own_rank_from` papers hold the word in any column (read up to that many entries,
         without positions: 4 ms at most for 100,000)."""
         row = await self.db.fetchone(
             "SELECT count(*) FROM (SELECT rowid FROM papers_fts WHERE papers_fts MATCH ? LIMIT ?)",
             (word, self.own_rank_from),
+            deadline=deadline,
         )
         return row is not None and row[0] >= self.own_rank_from
 
     async def _rank_one_word(
-        self, fts: str, column: int, source: str, params: Sequence[object], pool: int
+        self,
+        fts: str,
+        column: int,
+        source: str,
+        params: Sequence[object],
+        pool: int,
+        deadline: float | None,
     ) -> list[int]:
         """bm25's order of the pool for a query of one word in one column, from each candidate's own data:
         its hits (highlight() marks each; FTS5 reports the same instances to bm25), its size in tokens (the
@@ -144,6 +157,7 @@ class SearchRepo:
             f" JOIN papers_fts_docsize d ON d.id = papers_fts.rowid{source}"
             " ORDER BY papers_fts.rowid DESC LIMIT ?",
             (fts, *params, pool),
+            deadline=deadline,
         )
         totals = await self.db.fetchone("SELECT block FROM papers_fts_data WHERE id = 1")
         if not rows or totals is None:
@@ -194,9 +208,11 @@ class SearchRepo:
         categories: Sequence[str] = (),
         since: datetime | None = None,
         cap: int,
+        deadline: float | None = None,
     ) -> int:
         """How many papers pass the prefilter and the filters, counted up to `cap` (so asking costs at most
-        `cap` rows however broad the query is)."""
+        `cap` rows however broad the query is, once FTS5 has found them: a prefix most words start with takes
+        seconds at a million papers). Stopped once the clock passes `deadline`: ReadTimedOut."""
         where, params = paper_filter(
             topic_id=topic_id, including=including, categories=categories, since=since
         )
@@ -212,7 +228,7 @@ class SearchRepo:
             sql, args = f"SELECT DISTINCT pk FROM ({arms}) LIMIT ?", (*args_list, cap)
         else:
             sql, args = f"SELECT 1 FROM papers p WHERE 1{where} LIMIT ?", (*params, cap)
-        row = await self.db.fetchone(f"SELECT COUNT(*) FROM ({sql})", args)
+        row = await self.db.fetchone(f"SELECT COUNT(*) FROM ({sql})", args, deadline=deadline)
         return int(row[0]) if row else 0
 
     # ---- no text: newest first ---------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import asyncio
 import contextvars
 import hashlib
 import logging
+import math
 import re
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -21,7 +22,7 @@ from urllib.parse import unquote, urlsplit
 import asyncpg
 
 from bot.clock import Clock
-from bot.errors import Unreachable
+from bot.errors import ReadTimedOut, Unreachable
 from bot.store.postgres.bulk import tsvectors_as_bytes
 from bot.store.sql import migrations_in
 
@@ -181,16 +182,33 @@ class Database:
             finally:
                 _current.reset(token)
 
-    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        """A read of committed data (the transaction's own connection inside one, to see its writes)."""
+    async def fetchall(
+        self, sql: str, params: Sequence[Any] = (), *, deadline: float | None = None
+    ) -> list[Row]:
+        """A read of committed data (the transaction's own connection inside one, to see its writes). With a
+        `deadline` (the clock's monotonic time), the server stops the statement once it passes (its
+        statement_timeout, set for this read's transaction only), raising ReadTimedOut."""
         conn = _current.get()
         if conn is not None:
             return list(await conn.fetch(numbered(sql), *params))
-        async with self._reconnecting():
-            return list(await self.pool.fetch(numbered(sql), *params))
+        if deadline is None:
+            async with self._reconnecting():
+                return list(await self.pool.fetch(numbered(sql), *params))
+        left = deadline - self.clock.monotonic()
+        if left <= 0:
+            raise ReadTimedOut()
+        async with self._reconnecting(), self.pool.acquire() as conn, conn.transaction(readonly=True):
+            # SET LOCAL: gone with the transaction, so the connection goes back to the pool without it.
+            await conn.execute(f"SET LOCAL statement_timeout = {max(1, math.ceil(left * 1000))}")
+            try:
+                return list(await conn.fetch(numbered(sql), *params))
+            except asyncpg.QueryCanceledError:
+                raise ReadTimedOut() from None
 
-    async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
-        rows = await self.fetchall(sql, params)
+    async def fetchone(
+        self, sql: str, params: Sequence[Any] = (), *, deadline: float | None = None
+    ) -> Row | None:
+        rows = await self.fetchall(sql, params, deadline=deadline)
         return rows[0] if rows else None
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:

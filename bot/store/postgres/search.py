@@ -77,9 +77,10 @@ class SearchRepo:
         categories: Sequence[str] = (),
         since: datetime | None = None,
         pool: int,
+        deadline: float | None = None,
     ) -> list[int]:
         """The newest `pool` candidates' row ids, best first: ranked once, then read a page at a time with
-        `hits`."""
+        `hits`. Stopped by the server once the clock passes `deadline`: ReadTimedOut."""
         if pool < 0:
             raise ValueError(f"pool must not be negative (got {pool})")
         where, params = paper_filter(
@@ -88,7 +89,9 @@ class SearchRepo:
         tsquery = to_tsquery(fts)
         if tsquery is None:  # no text condition: the newest, as they come
             rows = await self.db.fetchall(
-                f"SELECT p.pk FROM papers p WHERE TRUE{where} ORDER BY p.pk DESC LIMIT ?", (*params, pool)
+                f"SELECT p.pk FROM papers p WHERE TRUE{where} ORDER BY p.pk DESC LIMIT ?",
+                (*params, pool),
+                deadline=deadline,
             )
             return [int(row[0]) for row in rows]
         # The newest `pool` first, then ranked in the outer query: only they are ranked, however many match.
@@ -96,6 +99,7 @@ class SearchRepo:
             f"SELECT pk FROM (SELECT p.pk, p.words FROM papers p WHERE p.words @@ ?::tsquery{where}"
             f" ORDER BY p.pk DESC LIMIT ?) AS p ORDER BY {_RANK} DESC, pk",
             (tsquery, *params, pool, tsquery),
+            deadline=deadline,
         )
         return [int(row[0]) for row in rows]
 
@@ -132,9 +136,10 @@ class SearchRepo:
         categories: Sequence[str] = (),
         since: datetime | None = None,
         cap: int,
+        deadline: float | None = None,
     ) -> int:
         """How many papers pass the prefilter and the filters, counted up to `cap` (so asking costs at most
-        `cap` rows however broad the query is)."""
+        `cap` rows however broad the query is). Stopped once the clock passes `deadline`: ReadTimedOut."""
         where, params = paper_filter(
             topic_id=topic_id, including=including, categories=categories, since=since
         )
@@ -145,6 +150,7 @@ class SearchRepo:
         row = await self.db.fetchone(
             f"SELECT COUNT(*) FROM (SELECT 1 FROM papers p WHERE TRUE{where} LIMIT ?) AS found",
             (*params, cap),
+            deadline=deadline,
         )
         return int(row[0]) if row else 0
 
