@@ -130,7 +130,6 @@ class PaperBot(commands.Bot):
         )
         if "deliver" in self.roles:  # Discord's global limit shared with the other deliver processes
             self.pacer.share(self.worker.store.deliveries.take_turn)
-            self.pacer.backlog = self.worker.backlog  # the channels with the most posts to make go first
         poster.channel_types = self.worker.store.follows  # each channel's kind, as /follow recorded it
         if "gateway" in self.roles:
             self.tree.error(on_app_command_error)

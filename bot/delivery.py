@@ -9,11 +9,12 @@ Any number of workers, in any number of processes, share the outbox by channel: 
 order and its rate limit stay in one worker. A worker killed while holding channels frees them when their lease
 expires, or on PostgreSQL at once, its session gone (each round first shows the worker running: `keep_alive`); the
 worker that claims one next first checks its rows left 'sending', as after a crash. A worker holds at most its
-share of the channels with posts due (`deliver_once`). Rate limits and server errors are retried later with
-backoff; a channel Discord refuses (deleted, access removed) marks its follows broken instead of being retried
-forever. A post Discord rejects (400) is tried again at once in a smaller form: a digest split in halves, a single
-paper as one line of text; only a paper whose line is rejected too is marked failed, so no paper is dropped for
-being too big.
+share of the channels with posts due, so a kill strands no more than that, and one with nothing to claim while
+others hold posts due stays in, claiming again every second (`deliver`). Rate limits and server errors are retried
+later with backoff; a channel Discord refuses (deleted, access removed) marks its follows broken instead of being
+retried forever. A post Discord rejects (400) is tried again at once in a smaller form: a digest split in halves, a
+single paper as one line of text; only a paper whose line is rejected too is marked failed, so no paper is dropped
+for being too big.
 """
 
 from __future__ import annotations
@@ -184,8 +185,6 @@ class DeliveryWorker:
         self.claim_batch = max(1, claim_batch)  # channels claimed at a time: see deliver_once
         self._progress: asyncio.Event | None = None  # set by each post of a round (deliver_once)
         self.yielding: set[int] = set()  # beyond this worker's share: left after their post in flight
-        # Posts each channel still has to make: the pacer gives turns in that order (bot/pacing.py GlobalPacer)
-        self.backlog: dict[int, int] = {}
         self.stopping = False  # set on shutdown: the post in flight finishes, the rest stays queued
         self.lease = timedelta(seconds=lease_seconds)  # longer than any one post, retries included
         # Unique across processes and restarts: a restarted process must not find its old leases its own.
@@ -288,7 +287,6 @@ class DeliveryWorker:
                     await self._recover_channel(channel_id)
                     await self._deliver_channel(channel_id, report)
             finally:
-                self.backlog.pop(channel_id, None)
                 await self._release(channel_id)
                 self.yielding.discard(channel_id)
                 progress.set()
@@ -345,8 +343,7 @@ class DeliveryWorker:
     async def _deliver_channel(self, channel_id: int, report: DeliveryReport) -> None:
         due = await self.store.deliveries.for_channel(channel_id, mode="each", now=self.clock.now())
         now_posting, rest = due[: self.per_channel], due[self.per_channel :]
-        for left, item in enumerate(now_posting):
-            self.backlog[channel_id] = len(now_posting) - left + (1 if rest else 0)
+        for item in now_posting:
             if self.stopping or channel_id in self.yielding:
                 return  # the rest stays queued: for this worker's next round, or another worker (its share)
             nonce = nonce_for(channel_id, item.paper.arxiv_id)
@@ -354,7 +351,6 @@ class DeliveryWorker:
             if not await self._post_or_smaller(channel_id, [item], report, post):
                 return  # rate-limited, failing or gone: the rest of this channel waits for a later cycle
         if rest and not (self.stopping or channel_id in self.yielding):
-            self.backlog[channel_id] = 1
             text = more_papers_text(rest)
             nonce = nonce_for(channel_id, f"more:{rest[0].id}:{rest[-1].id}")
             post = partial(self.poster.post_text, channel_id, text, nonce)

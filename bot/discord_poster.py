@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol, TypeVar
 
@@ -31,7 +30,6 @@ from bot.render import (
 )
 
 log = logging.getLogger(__name__)
-_CHANNEL_PATH = re.compile(r"/channels/(\d+)(?:/|$)")
 
 
 def paced(pacer: GlobalPacer) -> aiohttp.TraceConfig:
@@ -46,17 +44,11 @@ def paced(pacer: GlobalPacer) -> aiohttp.TraceConfig:
             params.headers.get("Authorization", "").startswith("Bot ")
             and "/interactions/" not in params.url.path
         ):
-            await pacer.acquire(channel_of(params.url.path))
+            await pacer.acquire()
 
     trace = aiohttp.TraceConfig()
     trace.on_request_start.append(on_request_start)
     return trace
-
-
-def channel_of(path: str) -> int | None:
-    """The channel a request to Discord's REST API is about (`.../channels/{id}/...`), if any."""
-    found = _CHANNEL_PATH.search(path)
-    return int(found.group(1)) if found else None
 
 
 class ChannelTypes(Protocol):

@@ -17,9 +17,6 @@ reached.
 
 from __future__ import annotations
 
-import asyncio
-import heapq
-import itertools
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime
@@ -60,52 +57,9 @@ class Turns:
         return max(self.start, now)
 
 
-class ByBacklog:
-    """A lock handed on to the waiter with the most posts still to make (then the first come)."""
-
-    def __init__(self) -> None:
-        self._held = False
-        self._waiting: list[tuple[int, int, asyncio.Future[None]]] = []
-        self._count = itertools.count()
-
-    async def acquire(self, backlog: int) -> None:
-        if not self._held:
-            self._held = True
-            return
-        handed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        entry = (-backlog, next(self._count), handed)
-        heapq.heappush(self._waiting, entry)
-        try:
-            await handed
-        except BaseException:  # cancelled (the request was): out of the line, or the lock handed on
-            if handed.done() and not handed.cancelled():
-                self.release()
-            elif entry in self._waiting:  # else passed over already, as release passes over any cancelled
-                self._waiting.remove(entry)
-                heapq.heapify(self._waiting)
-            raise
-
-    def release(self) -> None:
-        while self._waiting:
-            _, _, handed = heapq.heappop(self._waiting)
-            if not handed.done():
-                handed.set_result(None)
-                return
-        self._held = False
-
-    def more_pressing(self, backlog: int) -> bool:
-        """Whether a waiter has more posts to make than `backlog`."""
-        return bool(self._waiting) and -self._waiting[0][0] > backlog
-
-
 class GlobalPacer:
-    """Gives this process's requests their turns under the global limit: from the store's turns, shared with
-    every process (`share`), else from its own in the order asked.
-
-    A process asks the store for one turn at a time (the store's row serves the askers one at a time anyway),
-    its requests in the order of their channel's `backlog` (the posts it still has to make, kept by the delivery
-    worker): with every channel asking, turns in the order asked gave each about one post a second, so the
-    channels that started late (a killed worker's, taken over) ended seconds after the others."""
+    """Gives this process's requests their turns under the global limit, in the order asked: from the store's
+    turns, shared with every process (`share`), else from its own."""
 
     def __init__(
         self, clock: Clock, *, limit: int = GLOBAL_PER_SECOND, window: float = WINDOW_SECONDS
@@ -113,61 +67,37 @@ class GlobalPacer:
         self.clock = clock
         self.limit = limit
         self.window = window
-        self.backlog: dict[int, int] = {}  # channel id -> posts it still has to make (DeliveryWorker.backlog)
         self._shared: SharedTurns | None = None
         self._own = Turns()
-        self._askers = ByBacklog()
         self._warned = False
 
     def share(self, turns: SharedTurns) -> None:
         """Take turns from `turns` (the store's, shared with the other deliver processes)."""
         self._shared = turns
 
-    async def acquire(self, channel_id: int | None = None) -> None:
-        """Wait for the turn of this request (to `channel_id`, if to a channel) under the global limit."""
-        backlog = self.backlog.get(channel_id, 0) if channel_id is not None else 0
-        if self._shared is not None:
-            turn = await self._shared_turn(backlog)
-            if turn is not None:
-                await self._until((turn - self.clock.now()).total_seconds())
+    async def acquire(self) -> None:
+        """Wait for this request's turn under the global limit."""
+        while self._shared is not None:
+            try:
+                turn = await self._shared(self.clock.now(), self.limit, self.window)
+            except Exception as exc:  # the database away: the delivery says so; pace alone meanwhile
+                if not self._warned:
+                    log.warning(
+                        "could not take a turn from the database (%s): pacing this process alone", exc
+                    )
+                    self._warned = True
+                break
+            self._warned = False
+            if turn is None:
+                self._shared = None  # the store serves this process only: its turns are its own
+                break
+            at, granted = turn
+            await self._until((at - self.clock.now()).total_seconds())
+            if granted:
                 return
+            # The window is full: asked again as it ends, with the requests of every process asking then.
         now = self.clock.monotonic()
         await self._until(self._own.take(now, self.limit, self.window) - now)
-
-    async def _shared_turn(self, backlog: int) -> datetime | None:
-        """A turn from the store, asked for when this process has no request more pressing; None: take one of
-        this process's own."""
-        await self._askers.acquire(backlog)
-        held = True
-        try:
-            while self._shared is not None:
-                try:
-                    turn = await self._shared(self.clock.now(), self.limit, self.window)
-                except Exception as exc:  # the database away: the delivery says so; pace alone meanwhile
-                    if not self._warned:
-                        log.warning(
-                            "could not take a turn from the database (%s): pacing this process alone", exc
-                        )
-                        self._warned = True
-                    return None
-                self._warned = False
-                if turn is None:
-                    self._shared = None  # the store serves this process only: its turns are its own
-                    return None
-                at, granted = turn
-                if granted:
-                    return at
-                # The window is full: asked again as it ends, by this process's most pressing request then.
-                await self._until((at - self.clock.now()).total_seconds())
-                if self._askers.more_pressing(backlog):
-                    self._askers.release()
-                    held = False
-                    await self._askers.acquire(backlog)
-                    held = True
-            return None
-        finally:
-            if held:
-                self._askers.release()
 
     async def _until(self, wait: float) -> None:
         if wait > 0:

@@ -384,34 +384,3 @@ async def test_on_postgres_a_worker_with_nothing_to_claim_waits_and_takes_a_kill
         await store.deliveries.retire("live")
         await other_process.close()
         await store.close()
-
-
-@dataclass
-class BacklogPoster(RecordingPoster):
-    """Records, at each post, the posts the worker counts its channel still has to make (what the global limit's
-    pacer orders the requests by: bot/pacing.py)."""
-
-    worker: DeliveryWorker | None = None
-    seen: list[tuple[int, int | None]] = field(default_factory=list)
-
-    async def post_card(self, channel_id: int, paper: Paper, topics: object, nonce: str) -> int | None:
-        assert self.worker is not None
-        self.seen.append((channel_id, self.worker.backlog.get(channel_id)))
-        return await super().post_card(channel_id, paper, topics, nonce)  # type: ignore[arg-type]
-
-    async def post_text(self, channel_id: int, text: str, nonce: str) -> int | None:
-        assert self.worker is not None
-        self.seen.append((channel_id, self.worker.backlog.get(channel_id)))
-        return await super().post_text(channel_id, text, nonce)
-
-
-async def test_a_worker_counts_the_posts_each_channel_still_has_to_make_as_it_posts(
-    store: Store, clock: FakeClock
-) -> None:
-    await queued(store, clock, [100], 5)
-    poster = BacklogPoster()
-    worker = poster.worker = DeliveryWorker(store, poster, clock, worker_id="w", per_channel=3)
-    report = await worker.deliver_once()
-    assert (report.sent, report.summarised) == (3, 2)
-    assert poster.seen == [(100, 4), (100, 3), (100, 2), (100, 1)]  # 3 cards, then the line for the other 2
-    assert worker.backlog == {}  # the channel is done: nothing left to rank

@@ -14,7 +14,7 @@ import pytest
 
 from bot.clock import FakeClock
 from bot.delivery import ChannelGone, PostRejected, RetryLater
-from bot.discord_poster import DiscordPoster, channel_of
+from bot.discord_poster import DiscordPoster
 from bot.loopback.arxiv import LoopbackArxiv
 from bot.loopback.discord import VIEW_CHANNEL, Channel, pointing_discord_at
 from bot.loopback.harness import running_paperbot
@@ -239,11 +239,3 @@ async def test_a_post_made_again_with_its_nonce_shows_once_in_a_text_channel_not
     assert await poster.post_card(channel.id, PAPER, ["RL"], "nonce-1") == first  # Discord's answer: the same
     assert len(discord.messages(channel.id)) == 1
     assert not await poster.repeats_safely(forum.id)  # a forum's posts carry no nonce: its threads are read
-
-
-def test_a_request_is_paced_for_the_channel_its_path_names() -> None:
-    # The global limit's pacer gives turns by the channel's backlog (bot/pacing.py): it learns the channel here.
-    assert channel_of("/api/v10/channels/123456789/messages") == 123456789
-    assert channel_of("/api/v10/channels/42") == 42
-    assert channel_of("/api/v10/channels/42x/messages") is None
-    assert channel_of("/api/v10/users/@me") is None

@@ -5,7 +5,7 @@ process) when it gives them, the process's own when the store serves one process
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 import pytest
@@ -132,82 +132,3 @@ async def test_while_the_database_is_away_the_process_paces_itself_then_shares_a
     before = list(clock.sleeps)
     await pacer.acquire()
     assert clock.sleeps == [*before, 2.0]  # the store's turn again
-
-
-def one_turn_a_second(clock: FakeClock) -> Callable[[datetime, int, float], Awaitable[tuple[datetime, bool]]]:
-    """The store's turns, one in each window of a second, as PostgreSQL gives them: a full window answers when
-    it ends."""
-    window_start: list[datetime] = []
-
-    async def shared(now: datetime, limit: int, window: float) -> tuple[datetime, bool]:
-        await asyncio.sleep(0)  # a round trip: the other requests go on meanwhile
-        if not window_start or now >= window_start[-1] + timedelta(seconds=1):
-            window_start.append(now)
-            return now, True
-        return window_start[-1] + timedelta(seconds=1), False
-
-    return shared
-
-
-async def test_the_requests_of_the_channels_with_the_most_posts_to_make_take_the_turns_first() -> None:
-    clock = FakeClock()
-    pacer = GlobalPacer(clock, limit=1, window=1.0)
-    pacer.share(one_turn_a_second(clock))
-    pacer.backlog.update({1: 1, 2: 5, 3: 3, 4: 8})  # posts each channel still has to make
-    start = clock.monotonic()
-    went: dict[int, float] = {}
-
-    async def post(channel_id: int) -> None:
-        await pacer.acquire(channel_id)
-        went[channel_id] = clock.monotonic() - start
-
-    await asyncio.gather(*(post(c) for c in (1, 2, 3, 4)))  # asked in this order
-    # The first asked took the free turn; then the longest backlogs, not the order asked (2, 3, 4).
-    assert went == {1: 0.0, 4: pytest.approx(1.0), 2: pytest.approx(2.0), 3: pytest.approx(3.0)}
-
-
-async def test_a_request_refused_gives_way_to_a_more_pressing_one_that_came_while_it_waited() -> None:
-    clock = FakeClock()
-    pacer = GlobalPacer(clock, limit=1, window=1.0)
-    turns = one_turn_a_second(clock)
-    went: dict[int, float] = {}
-    start = clock.monotonic()
-    later: list[asyncio.Task[None]] = []
-
-    async def post(channel_id: int) -> None:
-        await pacer.acquire(channel_id)
-        went[channel_id] = clock.monotonic() - start
-
-    async def shared(now: datetime, limit: int, window: float) -> tuple[datetime, bool]:
-        turn = await turns(now, limit, window)
-        if (
-            not turn[1] and not later
-        ):  # 2 refused: 3, with more to post, asks while 2 waits for the window's end
-            later.append(asyncio.create_task(post(3)))
-        return turn
-
-    pacer.share(shared)
-    pacer.backlog.update({1: 2, 2: 2, 3: 9})
-    await asyncio.gather(post(1), post(2))
-    await later[0]
-    assert went == {1: 0.0, 3: pytest.approx(1.0), 2: pytest.approx(2.0)}
-
-
-async def test_a_request_cancelled_while_waiting_to_ask_leaves_the_others_their_turns() -> None:
-    clock = FakeClock()
-    pacer = GlobalPacer(clock, limit=1, window=1.0)
-    turns = one_turn_a_second(clock)
-    tasks: list[asyncio.Task[None]] = []
-
-    async def shared(now: datetime, limit: int, window: float) -> tuple[datetime, bool]:
-        turn = await turns(now, limit, window)  # meanwhile 2 and 3 wait for 1's asking
-        if not tasks[1].done():
-            tasks[1].cancel()  # 2's request given up (its post cancelled) while it waits
-        return turn
-
-    pacer.share(shared)
-    pacer.backlog.update({1: 1, 2: 5, 3: 3})
-    tasks.extend(asyncio.create_task(pacer.acquire(c)) for c in (1, 2, 3))
-    await asyncio.gather(*tasks, return_exceptions=True)
-    assert tasks[1].cancelled() and tasks[2].done() and not tasks[2].cancelled()
-    await asyncio.wait_for(pacer.acquire(1), timeout=60)  # the asking is free again
