@@ -5,14 +5,11 @@ it), whichever process makes them. discord.py paces each route from Discord's he
 limit only from a 429, which stops every request of that process until the second is over; deliver processes that
 each went as fast as they could hit it again and again (bench/bench_delivery_pg.py: 20-106 times a run of 500
 posts), and every such 429 counts towards Discord's limit of invalid requests (10,000 in 10 minutes, past which
-Cloudflare blocks the bot for a while). So every request waits for its turn: at most `limit` in each window of a
-little over a second (`Turns`). On PostgreSQL the turns are the store's, one row every deliver process takes its
-turns from (`take_turn`), so the processes share the limit by what they actually send: one waiting on a channel's
-own limit, finished or killed leaves its part to the others at once. The store gives turns in the current window
-only (a full one answers "ask again when it ends"): turns booked in the windows ahead were lost with a process
-killed while its requests waited for them (the seconds after a kill had 36-49 posts, not 50). A SQLite file is
-one machine's, with one deliver process: it keeps its turns itself, as it does while the database cannot be
-reached.
+Cloudflare blocks the bot for a while). So every request waits for its turn: at most `limit` in each window of a little over a second (`Turns`). On
+PostgreSQL the turns are the store's, one row every deliver process takes its turns from (`take_turn`), so the
+processes share the limit by what they actually send: one waiting on a channel's own limit, finished or killed
+leaves its part to the others at once. A SQLite file is one machine's, with one deliver process: it keeps its
+turns itself, as it does while the database cannot be reached.
 """
 
 from __future__ import annotations
@@ -30,17 +27,15 @@ GLOBAL_PER_SECOND = 50  # Discord's global limit per bot token, unless it raised
 # which varies (a busy event loop), so that one window's requests never land in the next of Discord's seconds.
 WINDOW_SECONDS = 1.05
 
-# The store's turns (DeliveryRepository.take_turn): (now, limit, window) -> (when to go, True) or (when to ask
-# again, False); None when not shared.
-SharedTurns = Callable[[datetime, int, float], Awaitable[tuple[datetime, bool] | None]]
+# The store's turns (DeliveryRepository.take_turn): (now, limit, window) -> when to go, None when not shared.
+SharedTurns = Callable[[datetime, int, float], Awaitable[datetime | None]]
 
 
 class Turns:
     """Turns in windows, as Discord counts: up to `limit` in a window of `window` seconds, which starts with its
     first turn. A window over starts again with the next request; a full one passes its turns to the window after
-    it, which starts when it ends. So a backlog goes `limit` at a time, each window as soon as the last ends. (The
-    store's `take_turn` counts the same windows on its row, for every process, but books no turn ahead: within
-    one process a booked turn cannot outlive its asker.)"""
+    it, which starts when it ends. So a backlog goes `limit` at a time, each window as soon as the last ends (the
+    store's `take_turn` does the same on its row, for every process)."""
 
     def __init__(self) -> None:
         self.start = float("-inf")
@@ -77,7 +72,7 @@ class GlobalPacer:
 
     async def acquire(self) -> None:
         """Wait for this request's turn under the global limit."""
-        while self._shared is not None:
+        if self._shared is not None:
             try:
                 turn = await self._shared(self.clock.now(), self.limit, self.window)
             except Exception as exc:  # the database away: the delivery says so; pace alone meanwhile
@@ -86,16 +81,12 @@ class GlobalPacer:
                         "could not take a turn from the database (%s): pacing this process alone", exc
                     )
                     self._warned = True
-                break
-            self._warned = False
-            if turn is None:
+            else:
+                self._warned = False
+                if turn is not None:
+                    await self._until((turn - self.clock.now()).total_seconds())
+                    return
                 self._shared = None  # the store serves this process only: its turns are its own
-                break
-            at, granted = turn
-            await self._until((at - self.clock.now()).total_seconds())
-            if granted:
-                return
-            # The window is full: asked again as it ends, with the requests of every process asking then.
         now = self.clock.monotonic()
         await self._until(self._own.take(now, self.limit, self.window) - now)
 

@@ -67,9 +67,9 @@ async def test_turns_come_from_the_store_when_it_shares_them() -> None:
     clock = FakeClock()
     asked: list[tuple[datetime, int, float]] = []
 
-    async def shared(now: datetime, limit: int, window: float) -> tuple[datetime, bool] | None:
+    async def shared(now: datetime, limit: int, window: float) -> datetime | None:
         asked.append((now, limit, window))
-        return now + timedelta(seconds=0.25 * len(asked)), True  # in a window the other processes began later
+        return now + timedelta(seconds=0.25 * len(asked))  # the other processes took turns meanwhile
 
     pacer = GlobalPacer(clock, limit=50, window=1.05)
     pacer.share(shared)
@@ -79,28 +79,11 @@ async def test_turns_come_from_the_store_when_it_shares_them() -> None:
     assert clock.sleeps == [0.25, 0.5]  # each waited until its turn
 
 
-async def test_a_request_the_store_refuses_asks_again_when_the_full_window_ends() -> None:
-    clock = FakeClock()
-    start = clock.now()
-    end = start + timedelta(seconds=1.05)
-    asked: list[datetime] = []
-
-    async def shared(now: datetime, limit: int, window: float) -> tuple[datetime, bool] | None:
-        asked.append(now)
-        return (end, False) if now < end else (now, True)  # full until it ends, then a turn at once
-
-    pacer = GlobalPacer(clock, limit=50, window=1.05)
-    pacer.share(shared)
-    await pacer.acquire()
-    assert asked == [start, end]  # refused, then asked again as the window ended, and given its turn
-    assert clock.sleeps == [pytest.approx(1.05)]
-
-
 async def test_a_store_of_one_process_leaves_the_turns_to_the_process() -> None:
     clock = FakeClock()
     calls = 0
 
-    async def sqlite(now: datetime, limit: int, window: float) -> tuple[datetime, bool] | None:
+    async def sqlite(now: datetime, limit: int, window: float) -> datetime | None:
         nonlocal calls
         calls += 1
         return None
@@ -118,10 +101,10 @@ async def test_while_the_database_is_away_the_process_paces_itself_then_shares_a
     clock = FakeClock()
     away = True
 
-    async def shared(now: datetime, limit: int, window: float) -> tuple[datetime, bool] | None:
+    async def shared(now: datetime, limit: int, window: float) -> datetime | None:
         if away:
             raise ConnectionError("the database is restarting")
-        return now + timedelta(seconds=2), True
+        return now + timedelta(seconds=2)
 
     pacer = GlobalPacer(clock, limit=10, window=1.0)
     pacer.share(shared)

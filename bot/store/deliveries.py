@@ -242,9 +242,9 @@ class DeliveryRepo:
     async def retire(self, worker: str) -> None:
         """`worker` stopped: its leases are free to claim (PostgreSQL); nothing on SQLite."""
 
-    async def take_turn(self, now: datetime, limit: int, window: float) -> tuple[datetime, bool] | None:
-        """On PostgreSQL, a turn for this process's next request to Discord, at most `limit` in any `window`
-        seconds across every process (see the protocol). None here: a SQLite file is one machine's, its one deliver
+    async def take_turn(self, now: datetime, limit: int, window: float) -> datetime | None:
+        """On PostgreSQL, the time this process's next request to Discord may go, at most `limit` in any
+        `window` seconds across every process. None here: a SQLite file is one machine's, its one deliver
         process paces itself alone (bot/pacing.py)."""
         return None
 

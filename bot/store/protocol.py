@@ -289,11 +289,10 @@ class DeliveryRepository(Protocol):
     async def retire(self, worker: str) -> None:
         """`worker` stopped: it is no longer shown as running."""
 
-    async def take_turn(self, now: datetime, limit: int, window: float) -> tuple[datetime, bool] | None:
+    async def take_turn(self, now: datetime, limit: int, window: float) -> datetime | None:
         """A turn for one request to Discord under the bot token's global limit, shared by every process of the
-        store, at most `limit` in any `window` seconds: (the time, from `now` on, it may go, True), or, the
-        current window being full, (its end, False): ask again then (no turn is booked ahead, so a process
-        killed while waiting holds none). None when the store serves one process only (SQLite): it paces
+        store: the time, from `now` on, at which it may go so that at most `limit` go in any `window` seconds
+        (the turns given out so far counted). None when the store serves one process only (SQLite): it paces
         itself alone."""
 
     async def in_flight(

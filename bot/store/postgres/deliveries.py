@@ -71,23 +71,22 @@ class DeliveryRepo(SharedDeliveryRepo):
         if lock is not None:
             await lock.release()
 
-    async def take_turn(self, now: datetime, limit: int, window: float) -> tuple[datetime, bool] | None:
-        """A turn in the current window, or when to ask again (bot/pacing.py `Turns`, here in one statement on the
-        one row, whose lock orders the processes taking turns at once): a window over starts again at `now`; a
-        full one gives no turn but its end, when the asker asks again. Turns are never booked in windows ahead:
-        a process killed while its requests waited leaves the next window whole to the others. The row is
-        written by the first turn (and again should it be emptied); a full window's count stays at limit + 1."""
+    async def take_turn(self, now: datetime, limit: int, window: float) -> datetime | None:
+        """The window's next turn (bot/pacing.py `Turns`, here in one statement on the one row, whose lock orders
+        the processes taking turns at once): a window over starts again at `now`; a full one passes its turns to
+        the window after it. The row is written by the first turn (and again should it be emptied)."""
         at, span = _micros(now), round(window * 1_000_000)
         row = await self.db.fetchone(
             "INSERT INTO discord_turns AS t (id, window_start, turns) VALUES (1, CAST(? AS BIGINT), 1)"
             " ON CONFLICT (id) DO UPDATE SET"
-            " window_start = CASE WHEN CAST(? AS BIGINT) >= t.window_start + ? THEN ? ELSE t.window_start END,"
-            " turns = CASE WHEN CAST(? AS BIGINT) >= t.window_start + ? THEN 1 ELSE LEAST(t.turns, ?) + 1 END"
-            " RETURNING CASE WHEN turns <= ? THEN GREATEST(window_start, ?) ELSE window_start + ? END, turns <= ?",
-            (at, at, span, at, at, span, limit, limit, at, span, limit),
+            " window_start = CASE WHEN CAST(? AS BIGINT) >= t.window_start + ? THEN ?"
+            "  WHEN t.turns >= ? THEN t.window_start + ? ELSE t.window_start END,"
+            " turns = CASE WHEN CAST(? AS BIGINT) >= t.window_start + ? OR t.turns >= ? THEN 1 ELSE t.turns + 1 END"
+            " RETURNING GREATEST(window_start, ?)",
+            (at, at, span, at, limit, span, at, span, limit, at),
         )
         assert row is not None  # an upsert returns its row
-        return datetime.fromtimestamp(row[0] / 1_000_000, UTC), bool(row[1])
+        return datetime.fromtimestamp(row[0] / 1_000_000, UTC)
 
     async def close(self) -> None:
         """Every liveness session of this process ends (the store closes)."""
