@@ -1,20 +1,20 @@
 """The delivery worker: claim due rows of the outbox, post them, record the outcome.
 
 Every row is marked 'sending' before its post and 'sent' after, and every post carries a nonce derived from
-(channel, paper): Discord answers a repeated nonce with the message it already made, so a retry cannot
-double-post. A row still 'sending' after a crash is checked against the channel's recent messages before it is
-sent again.
+(channel, paper): Discord answers a repeated nonce with the message it already made, so a retry cannot double-post.
+A row still 'sending' after a crash is checked against the channel's recent messages before it is sent again.
 
 Any number of workers, in any number of processes, share the outbox by channel: a worker claims a channel's lease
 (the store's `claim_channels`), renews it before each post and frees it when the channel is done, so a channel's
 order and its rate limit stay in one worker. A worker killed while holding channels frees them when their lease
 expires, or on PostgreSQL at once, its session gone (each round first shows the worker running: `keep_alive`); the
-worker that claims one next first checks its rows left 'sending', as after a crash. A worker holds at most its share
-of the channels with posts due, so a kill strands no more than that, and one with nothing to claim while others
-hold posts due stays in, claiming again every second (`deliver`). Rate limits and server errors are retried later
-with backoff; a channel Discord refuses (deleted, access removed) marks its follows broken instead of being retried forever. A post Discord rejects (400) is
-tried again at once in a smaller form: a digest split in halves, a single paper as one line of text; only a
-paper whose line is rejected too is marked failed, so no paper is dropped for being too big.
+worker that claims one next first checks its rows left 'sending', as after a crash. A worker holds at most its
+share of the channels with posts due, so a kill strands no more than that, and one with nothing to claim while
+others hold posts due stays in, claiming again every second (`deliver`). Rate limits and server errors are retried
+later with backoff; a channel Discord refuses (deleted, access removed) marks its follows broken instead of being
+retried forever. A post Discord rejects (400) is tried again at once in a smaller form: a digest split in halves, a
+single paper as one line of text; only a paper whose line is rejected too is marked failed, so no paper is dropped
+for being too big.
 """
 
 from __future__ import annotations
@@ -184,9 +184,7 @@ class DeliveryWorker:
         self.channel_concurrency = channel_concurrency
         self.claim_batch = max(1, claim_batch)  # channels claimed at a time: see deliver_once
         self._progress: asyncio.Event | None = None  # set by each post of a round (deliver_once)
-        self.yielding: set[int] = (
-            set()
-        )  # channels beyond this worker's share: left after their post in flight
+        self.yielding: set[int] = set()  # beyond this worker's share: left after their post in flight
         self.stopping = False  # set on shutdown: the post in flight finishes, the rest stays queued
         self.lease = timedelta(seconds=lease_seconds)  # longer than any one post, retries included
         # Unique across processes and restarts: a restarted process must not find its old leases its own.
@@ -268,25 +266,19 @@ class DeliveryWorker:
         """One round: channels in parallel (Discord rate-limits each channel on its own), each channel's posts
         in announcement order, one at a time.
 
-        Channels are claimed a few at a time (`claim_batch`), more as each post of this worker starts and when
-        one of its channels is done, so workers sharing the outbox take channels in proportion to how fast
-        they post and a killed worker strands only its share; and a channel whose lease expired (its worker
-        died) is taken over at this worker's next claim, within the round, not a round later: at the latest
-        RECLAIM_SECONDS after the last, even while every channel of this round waits on its own rate limit and
-        no post starts.
+        Channels are claimed a few at a time (`claim_batch`), more as each post starts and as channels finish,
+        so workers take channels in proportion to how fast they post; a channel whose worker died is taken over
+        at this worker's next claim, within the round: at the latest RECLAIM_SECONDS after the last.
 
-        A worker holds at most its share of the channels with posts due (the store's `share`: those channels
-        over the workers in a round), so a worker killed strands no more than that; one that holds more (it
-        started first, or others joined since) leaves the channels it claimed last after their post in flight,
-        for the others to claim."""
+        A worker holds at most its share (the store's `share`: the channels with posts due over the workers in a
+        round); beyond it (it started first, others joined) it leaves those it claimed last after their post."""
         report = DeliveryReport()
         await self.store.deliveries.keep_alive(self.worker_id)  # before claiming: others see it running
         running: dict[asyncio.Task[None], int] = {}
         progress = self._progress = asyncio.Event()
         more = True  # the last claim found channels: claim again after the next post
-        # Else claim again every RECLAIM_SECONDS (an alarm, below): a worker killed meanwhile (on PostgreSQL, free
-        # at once) has its channels taken over then, not when a post of this worker's starts or its own channels
-        # are done, which may be seconds away while each waits on its channel's rate limit.
+        # Else claim again every RECLAIM_SECONDS (an alarm, below): a killed worker's channels are taken over
+        # then, not only when a post starts or a channel is done (seconds away while all wait on rate limits).
         last_claim = self.clock.monotonic()
 
         async def one_channel(channel_id: int) -> None:
