@@ -35,7 +35,7 @@ from functools import partial
 from typing import Any, Protocol
 
 from bot.clock import Clock
-from bot.models import Paper, PendingDelivery, Reach, UpsertResult
+from bot.models import Paper, PendingDelivery, Reach, UpsertResult, WorkShare
 from bot.render.limits import CONTENT_LIMIT, EMBEDS_PER_MESSAGE  # not bot.render's card: no discord here
 from bot.render.text import SUGGESTED, clip, inert_markdown
 from bot.store import Store
@@ -172,6 +172,7 @@ class DeliveryWorker:
         claim_batch: int = 2,
         lease_seconds: float = 60.0,
         worker_id: str | None = None,
+        global_rate: tuple[int, float] | None = None,
     ) -> None:
         self.store = store
         self.poster = poster
@@ -187,6 +188,10 @@ class DeliveryWorker:
         self.yielding: set[int] = set()  # beyond this worker's share: left after their post in flight
         self.stopping = False  # set on shutdown: the post in flight finishes, the rest stays queued
         self.lease = timedelta(seconds=lease_seconds)  # longer than any one post, retries included
+        # Discord's global limit (requests, per seconds), which every channel's posts share: see _take_gap.
+        self.global_rate = global_rate
+        self.gap = 0.0  # the least time between two posts of one channel now
+        self._last_post: dict[int, float] = {}  # channel -> when this worker last posted to it (monotonic)
         # Unique across processes and restarts: a restarted process must not find its old leases its own.
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
 
@@ -196,7 +201,28 @@ class DeliveryWorker:
         return await self.store.deliveries.hold(self.worker_id, channel_id, now, now + self.lease)
 
     async def _release(self, channel_id: int) -> None:
+        self._last_post.pop(channel_id, None)
         await self.store.deliveries.release(self.worker_id, [channel_id])
+
+    def _note_share(self, share: WorkShare) -> None:
+        """Each channel's even part of the global limit: with `n` channels posting at once (those with posts due,
+        at most as many as the workers run), a channel posts at most every `window * n / limit` seconds. Else the
+        first channels claimed spend a window's turns on bursts of their own (Discord lets a channel post 5 at once)
+        while the others have not posted once; those then end late, a whole channel window late when a worker
+        killed cost them a request."""
+        if self.global_rate is not None:
+            limit, window = self.global_rate
+            posting = min(share.busy, share.workers * self.channel_concurrency)
+            self.gap = window * posting / limit
+
+    async def _take_gap(self, channel_id: int) -> None:
+        """Wait out the channel's gap since this worker's last post to it (`_note_share`)."""
+        last = self._last_post.get(channel_id)
+        if last is not None:
+            wait = last + self.gap - self.clock.monotonic()
+            if wait > 0:
+                await self.clock.sleep(wait)
+        self._last_post[channel_id] = self.clock.monotonic()
 
     async def recover_in_flight(self) -> int:
         """After a crash: rows left 'sending' in channels no live worker holds are checked (see
@@ -302,6 +328,7 @@ class DeliveryWorker:
                 share = await self.store.deliveries.share(
                     self.worker_id, now, now + self.lease, console=self.console
                 )
+                self._note_share(share)
                 self.yielding.update(holding[share.channels :])  # beyond its share: those claimed last
                 want = min(room, self.claim_batch, share.channels - len(holding))
                 more = False
@@ -446,6 +473,7 @@ class DeliveryWorker:
         await self.store.deliveries.mark_sending(ids, self.clock.now())
         if self._progress is not None:
             self._progress.set()  # posting (perhaps about to wait on a rate limit): room to claim a few more
+        await self._take_gap(channel_id)
         now = self.clock.now()
         try:
             message_id = await post()
