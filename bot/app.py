@@ -127,7 +127,7 @@ class PaperBot(commands.Bot):
             poster,
             per_channel=self.settings.posts_per_channel_per_cycle,
             lease_seconds=self.settings.delivery_lease_seconds,
-            global_rate=(self.pacer.limit, self.pacer.window),
+            global_per_second=self.pacer.limit,
         )
         if "deliver" in self.roles:  # Discord's global limit shared with the other deliver processes
             self.pacer.share(self.worker.store.deliveries.take_turn)

@@ -172,7 +172,7 @@ class DeliveryWorker:
         claim_batch: int = 2,
         lease_seconds: float = 60.0,
         worker_id: str | None = None,
-        global_rate: tuple[int, float] | None = None,
+        global_per_second: int | None = None,
     ) -> None:
         self.store = store
         self.poster = poster
@@ -188,8 +188,8 @@ class DeliveryWorker:
         self.yielding: set[int] = set()  # beyond this worker's share: left after their post in flight
         self.stopping = False  # set on shutdown: the post in flight finishes, the rest stays queued
         self.lease = timedelta(seconds=lease_seconds)  # longer than any one post, retries included
-        # Discord's global limit (requests, per seconds), which every channel's posts share: see _take_gap.
-        self.global_rate = global_rate
+        # Discord's global limit (requests a second), which every channel's posts share: see _note_share.
+        self.global_per_second = global_per_second
         self.gap = 0.0  # the least time between two posts of one channel now
         self._last_post: dict[int, float] = {}  # channel -> when this worker last posted to it (monotonic)
         # Unique across processes and restarts: a restarted process must not find its old leases its own.
@@ -206,14 +206,13 @@ class DeliveryWorker:
 
     def _note_share(self, share: WorkShare) -> None:
         """Each channel's even part of the global limit: with `n` channels posting at once (those with posts due,
-        at most as many as the workers run), a channel posts at most every `window * n / limit` seconds. Else the
+        at most as many as the workers run), a channel posts at most every `n / limit` seconds. Else the
         first channels claimed spend a window's turns on bursts of their own (Discord lets a channel post 5 at once)
         while the others have not posted once; those then end late, a whole channel window late when a worker
         killed cost them a request."""
-        if self.global_rate is not None:
-            limit, window = self.global_rate
+        if self.global_per_second:
             posting = min(share.busy, share.workers * self.channel_concurrency)
-            self.gap = window * posting / limit
+            self.gap = posting / self.global_per_second
 
     async def _take_gap(self, channel_id: int) -> None:
         """Wait out the channel's gap since this worker's last post to it (`_note_share`)."""

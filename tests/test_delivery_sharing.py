@@ -414,7 +414,7 @@ async def test_channels_share_the_global_limit_evenly_so_every_channel_posts_onc
     channels = list(range(100, 105))
     papers = await queued(store, clock, channels, 3)
     poster = TimedPoster(clock=clock, channels=len(channels))
-    worker = DeliveryWorker(store, poster, clock, lease_seconds=600, global_rate=(10, 1.0))
+    worker = DeliveryWorker(store, poster, clock, lease_seconds=600, global_per_second=10)
     report = await worker.deliver_once()
     assert report.sent == len(channels) * len(papers)
     for channel in channels:
