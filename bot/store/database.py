@@ -100,9 +100,8 @@ class ReadPool:
 
     The handler is there only while reads with a deadline need it (put in place by the first, taken away by the
     next read without one): it is a Python call every PROGRESS_STEPS steps of the statement, each taking the GIL on
-    the connection's thread, so a long read waits for the event loop's thread at every one. Measured with another
-    thread busy in Python: a 0.7 s scan of the 1M-paper store took 6.6 s with the handler, 1.1 s without
-    (`python bench/bench_read_handler.py`)."""
+    the connection's thread, so a long read waits for the event loop's thread at every one: a scan of the 1M-paper
+    store with another thread busy in Python took 2.5x as long with the handler (`python bench/bench_read_handler.py`)."""
 
     def __init__(self) -> None:
         self._idle: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
