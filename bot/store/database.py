@@ -95,20 +95,24 @@ class Deadline:
 
 
 class ReadPool:
-    """Read-only connections lent one per read: a read waits only when every connection is busy. Each has a
-    progress handler installed once, for good, which stops its statement when the borrower's deadline passes."""
+    """Read-only connections lent one per read: a read waits only when every connection is busy. A read with a
+    deadline runs with a progress handler on its connection, which stops its statement once the deadline passes.
+
+    The handler is there only while reads with a deadline need it (put in place by the first, taken away by the
+    next read without one): it is a Python call every PROGRESS_STEPS steps of the statement, each taking the GIL on
+    the connection's thread, so a long read waits for the event loop's thread at every one: a scan of the 1M-paper
+    store with another thread busy in Python took 2.5x as long with the handler (`python bench/bench_read_handler.py`)."""
 
     def __init__(self) -> None:
         self._idle: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
         self._all: list[aiosqlite.Connection] = []
         self._deadlines: dict[aiosqlite.Connection, Deadline] = {}
+        self._handled: set[aiosqlite.Connection] = set()  # those whose handler is (perhaps) in place
 
     async def open(self, path: Path, size: int, clock: Clock) -> None:
         for _ in range(size):
             conn = await connect(path, cache_kib=READER_CACHE_KIB, read_only=True)
-            deadline = Deadline(clock)
-            await conn.set_progress_handler(deadline.passed, PROGRESS_STEPS)
-            self._deadlines[conn] = deadline
+            self._deadlines[conn] = Deadline(clock)
             self._all.append(conn)
             self._idle.put_nowait(conn)
 
@@ -122,8 +126,9 @@ class ReadPool:
         if not self._all:
             raise RuntimeError("the store is not open")
         conn = await self._idle.get()
-        self._deadlines[conn].at = deadline
         try:
+            await self._handle(conn, deadline is not None)
+            self._deadlines[conn].at = deadline
             yield conn
         finally:
             # Back even when the caller was cancelled mid-read: aiosqlite finishes that statement on the
@@ -131,11 +136,23 @@ class ReadPool:
             self._deadlines[conn].at = None
             self._idle.put_nowait(conn)
 
+    async def _handle(self, conn: aiosqlite.Connection, wanted: bool) -> None:
+        """Put the connection's progress handler in place, or take it away. Either call runs on the connection's
+        thread before any statement of this read, even when the read is cancelled meanwhile: so the handler
+        counts as in place from the moment it is asked for until its removal has run."""
+        if wanted and conn not in self._handled:
+            self._handled.add(conn)
+            await conn.set_progress_handler(self._deadlines[conn].passed, PROGRESS_STEPS)
+        elif not wanted and conn in self._handled:
+            await conn.set_progress_handler(None, PROGRESS_STEPS)  # type: ignore[arg-type]  # sqlite3 takes None: no handler
+            self._handled.discard(conn)
+
     async def close(self) -> None:
         for conn in self._all:
             await conn.close()
         self._all.clear()
         self._deadlines.clear()
+        self._handled.clear()
         self._idle = asyncio.Queue()
 
 

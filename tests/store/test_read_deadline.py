@@ -1,17 +1,19 @@
 """A store read given a deadline is stopped inside the database once it passes (SQLite: the read connection's
 progress handler; PostgreSQL: the read's statement_timeout), raising ReadTimedOut, and leaves no bound behind on
-its connection for the next read."""
+its connection for the next read. On SQLite a read without a deadline runs with no progress handler at all (a
+Python call every few hundred steps, each waiting for the GIL while the event loop's thread is busy)."""
 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import asyncpg
 import pytest
 
 from bot.errors import ReadTimedOut
 from bot.store import SqliteStore, Store
-from bot.store.database import READERS
+from bot.store.database import READERS, Deadline
 from bot.store.postgres import PostgresStore
 from tests.database_clock import DatabaseClock
 from tests.factories import make_paper
@@ -63,6 +65,34 @@ async def test_a_ranking_past_its_deadline_is_stopped_inside_sqlite_and_the_next
         assert await ranked(crowded) == expected
         assert await ranked(crowded, deadline=clock.monotonic() + 0.12) == expected
     assert await crowded.search.count(QUERY, cap=1000) == 300
+
+
+@pytest.mark.sqlite_only
+async def test_only_reads_with_a_deadline_run_sqlites_progress_handler(
+    tmp_path: Path, clock: DatabaseClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[int] = []
+    passed = Deadline.passed
+
+    def counted(deadline: Deadline) -> int:  # the real handler, counted
+        calls.append(1)
+        return passed(deadline)
+
+    monkeypatch.setattr(Deadline, "passed", counted)  # before the store opens its read connections
+    store = await fill(await SqliteStore.open(tmp_path / "paperwatch.sqlite3", clock), clock)
+    try:
+        for _ in range(READERS):  # every connection in turn
+            expected = await ranked(store)
+            assert calls == []
+        for _ in range(2 * READERS):  # with a deadline, then without, on every connection
+            assert await ranked(store, deadline=clock.monotonic() + 30) == expected
+            assert calls  # the handler ran: it would have stopped the statement had the deadline passed
+            calls.clear()
+            assert await ranked(store) == expected
+            assert await store.search.count(QUERY, cap=1000) == 300
+            assert calls == []
+    finally:
+        await store.close()
 
 
 async def test_a_read_whose_deadline_passed_already_reads_nothing(
