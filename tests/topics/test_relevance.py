@@ -220,20 +220,18 @@ def test_the_packaged_labels_name_only_catalog_topics_and_records() -> None:
 # without a reward-model or diffusion word, exploits described in other words, curricula named as prompt
 # scaffolding or data selection, process rewards and credit named in other words). Process Reward Models now
 # meets the precision goal, so its precision exception is gone. The sixth round's records (session 6, mirror offsets
-# 5,424,000 - 6,267,144, labelled before any query ran on them) lowered RLVR, Reward Modeling, Process Reward
-# Models and Curriculum RL, and brought RL for Code Generation and RL Training Systems to 10+ positives below 90%:
-# their floors hold the figures measured on that data.
+# 5,424,000 - 6,267,144, labelled before any query ran on them) lowered Reward Modeling, Process Reward Models
+# (below the precision goal again) and Curriculum RL, and brought RL Training Systems to 10+ positives below 90%:
+# their floors hold the figures measured on that data. RLVR, Credit Assignment and RL for Code Generation meet
+# the goal on the whole set after that round's review, so their exceptions are gone.
 CHILD_RECALL_FLOOR: dict[str, float] = {
-    "rlvr": 0.89,
     "reward-modeling": 0.82,
     "process-reward-models": 0.84,
-    "reward-hacking": 0.86,
-    "credit-assignment": 0.89,
-    "curriculum-rl": 0.76,
-    "rl-code-generation": 0.89,
+    "reward-hacking": 0.87,
+    "curriculum-rl": 0.80,
     "rl-training-systems": 0.89,
 }
-CHILD_PRECISION_FLOOR: dict[str, float] = {"rlvr": 0.79, "process-reward-models": 0.76}
+CHILD_PRECISION_FLOOR: dict[str, float] = {"process-reward-models": 0.76}
 
 
 def test_the_packaged_catalog_keeps_its_figures_on_the_development_set() -> None:
