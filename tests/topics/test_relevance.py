@@ -221,15 +221,14 @@ def test_the_packaged_labels_name_only_catalog_topics_and_records() -> None:
 # scaffolding or data selection, process rewards and credit named in other words). Process Reward Models now
 # meets the precision goal, so its precision exception is gone. The sixth round's records (session 6, mirror offsets
 # 5,424,000 - 6,267,144, labelled before any query ran on them) lowered Reward Modeling, Process Reward Models
-# (below the precision goal again) and Curriculum RL, and brought RL Training Systems to 10+ positives below 90%:
-# their floors hold the figures measured on that data. RLVR, Credit Assignment and RL for Code Generation meet
-# the goal on the whole set after that round's review, so their exceptions are gone.
+# (below the precision goal again) and Curriculum RL: their floors hold the figures measured after that round's
+# review. RLVR, Credit Assignment, RL for Code Generation and RL Training Systems meet the goal on the whole set
+# after it, so they have no exception.
 CHILD_RECALL_FLOOR: dict[str, float] = {
     "reward-modeling": 0.82,
     "process-reward-models": 0.84,
     "reward-hacking": 0.87,
-    "curriculum-rl": 0.80,
-    "rl-training-systems": 0.89,
+    "curriculum-rl": 0.85,
 }
 CHILD_PRECISION_FLOOR: dict[str, float] = {"process-reward-models": 0.76}
 
