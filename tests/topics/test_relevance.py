@@ -225,12 +225,12 @@ def test_the_packaged_labels_name_only_catalog_topics_and_records() -> None:
 # review. RLVR, Credit Assignment, RL for Code Generation and RL Training Systems meet the goal on the whole set
 # after it, so they have no exception.
 CHILD_RECALL_FLOOR: dict[str, float] = {
-    "reward-modeling": 0.82,
-    "process-reward-models": 0.84,
+    "reward-modeling": 0.84,
+    "process-reward-models": 0.89,
     "reward-hacking": 0.87,
     "curriculum-rl": 0.85,
 }
-CHILD_PRECISION_FLOOR: dict[str, float] = {"process-reward-models": 0.76}
+CHILD_PRECISION_FLOOR: dict[str, float] = {"process-reward-models": 0.77}
 
 
 def test_the_packaged_catalog_keeps_its_figures_on_the_development_set() -> None:
