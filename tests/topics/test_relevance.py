@@ -219,15 +219,18 @@ def test_the_packaged_labels_name_only_catalog_topics_and_records() -> None:
 # review closes the gap (README "Relevance" lists the misses: rubric rewards and reward-tuned generators named
 # without a reward-model or diffusion word, exploits described in other words, curricula named as prompt
 # scaffolding or data selection, process rewards and credit named in other words). Process Reward Models now
-# meets the precision goal, so its precision exception is gone.
+# meets the precision goal, so its precision exception is gone. The sixth round's records (session 6, mirror offsets
+# 5,424,000 - 6,267,144, labelled before any query ran on them) lowered Reward Modeling, Process Reward Models
+# (below the precision goal again) and Curriculum RL: their floors hold the figures measured after that round's
+# review. RLVR, Credit Assignment, RL for Code Generation and RL Training Systems meet the goal on the whole set
+# after it, so they have no exception.
 CHILD_RECALL_FLOOR: dict[str, float] = {
-    "reward-modeling": 0.86,
-    "process-reward-models": 0.88,
-    "reward-hacking": 0.86,
-    "credit-assignment": 0.89,
-    "curriculum-rl": 0.80,
+    "reward-modeling": 0.84,
+    "process-reward-models": 0.89,
+    "reward-hacking": 0.87,
+    "curriculum-rl": 0.85,
 }
-CHILD_PRECISION_FLOOR: dict[str, float] = {}
+CHILD_PRECISION_FLOOR: dict[str, float] = {"process-reward-models": 0.77}
 
 
 def test_the_packaged_catalog_keeps_its_figures_on_the_development_set() -> None:
