@@ -8,6 +8,7 @@ import random
 from dataclasses import replace
 from pathlib import Path
 
+import asyncpg
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -353,3 +354,33 @@ async def test_a_user_who_may_not_create_tables_is_told_so(postgres_url: str, cl
     message = str(raised.value)
     assert message.startswith(f"could not create paperwatch's tables in the PostgreSQL database '{database}'")
     assert "permission denied" in message and SECRET not in message
+
+
+async def test_a_transaction_whose_session_is_ended_mid_statement_is_one_line_not_a_traceback(
+    postgres_url: str, clock: FakeClock
+) -> None:
+    """PostgreSQL restarting under a write transaction: its statement fails (the server ended the session), then
+    the transaction's rollback fails too, on the closed connection (asyncpg's InterfaceError), and that error took
+    the first's place: a traceback in the deliver job's log instead of the one line a lost server gives."""
+    async with await PostgresStore.open(postgres_url, clock) as store:
+        other = await asyncpg.connect(postgres_url)
+        try:
+
+            async def in_transaction() -> None:
+                async with store.db.transaction() as conn:
+                    await conn.execute("SELECT pg_sleep(30)")
+
+            sleeping = asyncio.ensure_future(in_transaction())
+            for _ in range(500):  # until the statement runs (at once when it works)
+                ended = await other.fetchval(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                    " WHERE query = 'SELECT pg_sleep(30)' AND state = 'active'"
+                )
+                if ended:
+                    break
+                await asyncio.sleep(0.01)
+            with pytest.raises(Unreachable, match="lost the connection to the PostgreSQL"):
+                await sleeping
+        finally:
+            await other.close()
+        assert await store.db.fetchone("SELECT 1") is not None  # the next statement runs on a new connection

@@ -44,6 +44,18 @@ _LOST = (
 )
 
 
+def lost(exc: BaseException) -> bool:
+    """The server went away under `exc`: it is one of _LOST, or was raised while handling one. A transaction's
+    rollback on the connection the server closed fails too (asyncpg's InterfaceError, "the underlying connection is
+    closed"), and that error takes the first's place."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, _LOST):
+            return True
+        seen = seen.__context__
+    return False
+
+
 def bundled_migrations() -> list[tuple[int, str, str]]:
     """(version, name, sql) for every migration in bot/store/postgres/migrations, in order."""
     return migrations_in("bot.store.postgres")
@@ -154,7 +166,9 @@ class Database:
         connection in turn."""
         try:
             yield
-        except _LOST as exc:
+        except Exception as exc:
+            if not lost(exc):
+                raise
             if self._pool is not None:
                 await self._pool.expire_connections()
             reason = _scrubbed(str(exc) or type(exc).__name__, self.url).splitlines()[0]
