@@ -12,7 +12,7 @@ them (a text channel's kind known: no GET /channels/{id} before a post). The kil
 a worker holds at most the channels with posts due over the workers in a round) are taken over at a running
 worker's next claim, within a second: its liveness advisory lock went with its session, so they do not wait for
 their lease (--lease seconds) to run out. With --timeline it also prints each second's posts and the channels whose
-last post came after the floor. `--runs kill` runs only the
+last post came after the goal (1.2x the floor). `--runs kill` runs only the
 last; `--repeat N` runs each N times. Each row also counts the 429s the workers' discord.py clients logged: the
 global limit's (the token's 50 requests/s, shared by every process) and the channels' own.
 """
@@ -86,14 +86,15 @@ def timeline(times: list[datetime]) -> str:
 
 
 def late_channels(discord: LoopbackDiscord, channels: list[int], first: datetime, floor: float) -> str:
-    """The channels whose last post came after the floor: each post's second from the first post of the run."""
+    """The channels whose last post came after the goal (GOAL x the floor): each post's second from the first post
+    of the run."""
     late = []
     for channel in channels:
         times = sorted(
             (datetime.fromisoformat(m["timestamp"]) - first).total_seconds()
             for m in discord.messages(channel)
         )
-        if times and times[-1] > floor + 0.5:
+        if times and times[-1] > floor * GOAL:
             late.append(f"#{channels.index(channel)}: " + " ".join(f"{t:.1f}" for t in times))
     return "late channels (posts at s): " + ("; ".join(late) or "none")
 
