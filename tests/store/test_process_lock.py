@@ -72,3 +72,39 @@ async def test_a_holder_checked_twice_at_once_keeps_its_lock(
     finally:
         await holder.release()
         await other.release()
+
+
+async def test_a_holder_whose_check_fails_with_a_client_error_takes_the_lock_again(
+    postgres_url: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server restarting under a check can leave asyncpg's connection in a broken state, whose next statement
+    raises a client error rather than a network or server one: the check still answers (the session is lost, the
+    lock taken again), where it used to raise into the scheduler's lock watch."""
+    holder = AdvisoryLock(postgres_url, "poll")
+    try:
+        assert await holder.try_acquire()
+        broken = holder._conn
+        fetchval = asyncpg.connection.Connection.fetchval
+
+        async def cut(conn: asyncpg.Connection, *args: object, **kwargs: object) -> object:
+            if conn is broken:
+                raise asyncpg.InternalClientError(
+                    "cannot switch to state 11; another operation is in progress"
+                )
+            return await fetchval(conn, *args, **kwargs)
+
+        monkeypatch.setattr(asyncpg.connection.Connection, "fetchval", cut)
+        # Its broken session dropped (the server frees its lock as it sees the session end), the lock taken again:
+        # at once, or at a later check (the scheduler's comes every few seconds).
+        taken = await holder.try_acquire()
+        for _ in range(500):
+            if taken:
+                break
+            await asyncio.sleep(0.01)
+            taken = await holder.try_acquire()
+        assert taken
+        assert holder._conn is not None and holder._conn is not broken
+        assert "taking the lock again" in caplog.text
+        assert not await AdvisoryLock(postgres_url, "poll").try_acquire()  # held: by the new session
+    finally:
+        await holder.release()

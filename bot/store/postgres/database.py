@@ -264,25 +264,29 @@ class AdvisoryLock:
             return await self._try_acquire()
 
     async def _try_acquire(self) -> bool:
+        # Any error of the check counts as a lost session, and any error taking the lock as "not now": a server
+        # going away mid-statement raises more than the network's and the server's errors (asyncpg's client
+        # errors too: "cannot switch to state 11; another operation is in progress"), and the scheduler's lock
+        # watch must answer True or False whatever happened, not end in a traceback.
         if self._conn is not None:
             try:
                 await self._conn.fetchval("SELECT 1", timeout=10)
                 return True
-            except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError):
+            except Exception:
                 log.warning(
                     "the database session holding the %s lock ended; taking the lock again", self.name
                 )
-                self._conn.terminate()
-                self._conn = None
+                lost, self._conn = self._conn, None
+                lost.terminate()
         try:
             conn = await asyncpg.connect(self.url, timeout=10)
-        except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError):
+        except Exception:
             return False  # the server is away (restarting): tried again later
         try:
             if await conn.fetchval("SELECT pg_try_advisory_lock($1)", self.key, timeout=10):
                 self._conn = conn
                 return True
-        except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError):
+        except Exception:
             pass
         conn.terminate()
         return False
@@ -292,7 +296,7 @@ class AdvisoryLock:
             conn, self._conn = self._conn, None
             try:
                 await conn.close(timeout=5)  # the session ends: the lock is free
-            except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError):
+            except Exception:
                 conn.terminate()
 
 
