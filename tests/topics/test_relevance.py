@@ -220,10 +220,14 @@ def test_the_packaged_labels_name_only_catalog_topics_and_records() -> None:
 # for Diffusion Models on half A: Reward Hacking's recall (90.5) now meets the goal, so that exception is gone;
 # Reward Modeling's floor holds 85.4 and Process Reward Models' recall 80.0 (the new records add process reward
 # models that are only built for test-time search, which its query keeps out), Reward Hacking's precision 79.2
-# (a paper that only reports that little reward hacking occurred is matched).
+# (a paper that only reports that little reward hacking occurred is matched). The ninth round added 24 more
+# arXiv records for the same children, labelled before any query ran, and let Process Reward Models keep the
+# process reward models a paper trains when it shows them guiding test-time search (83.3); Reward Hacking's
+# recall is 88.5 on the grown set.
 CHILD_RECALL_FLOOR: dict[str, float] = {
     "reward-modeling": 0.85,
-    "process-reward-models": 0.80,
+    "process-reward-models": 0.83,
+    "reward-hacking": 0.88,
 }
 CHILD_PRECISION_FLOOR: dict[str, float] = {
     "reward-hacking": 0.79,
