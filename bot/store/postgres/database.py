@@ -44,7 +44,7 @@ _LOST = (
 )
 
 
-def lost(exc: BaseException) -> bool:
+def _server_lost(exc: BaseException) -> bool:
     """The server went away under `exc`: it is one of _LOST, or was raised while handling one. A transaction's
     rollback on the connection the server closed fails too (asyncpg's InterfaceError, "the underlying connection is
     closed"), and that error takes the first's place."""
@@ -167,7 +167,7 @@ class Database:
         try:
             yield
         except Exception as exc:
-            if not lost(exc):
+            if not _server_lost(exc):
                 raise
             if self._pool is not None:
                 await self._pool.expire_connections()
@@ -276,8 +276,8 @@ class AdvisoryLock:
                 log.warning(
                     "the database session holding the %s lock ended; taking the lock again", self.name
                 )
-                lost, self._conn = self._conn, None
-                lost.terminate()
+                gone, self._conn = self._conn, None
+                gone.terminate()
         try:
             conn = await asyncpg.connect(self.url, timeout=10)
         except Exception:
