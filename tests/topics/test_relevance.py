@@ -264,7 +264,8 @@ REVIEWED = (
     "recommender-systems",
 )  # fmt: skip
 # LLM Safety is the known weak one (bot/topics/labels/README.md): its misses name no safety word the query knows.
-RECALL_FLOOR = {"llm-safety": 0.55}
+# The LLM Safety round (session 7) took it to 76.2 on the grown set (42 positives).
+RECALL_FLOOR = {"llm-safety": 0.76}
 
 
 def test_the_reviewed_topics_have_near_misses_and_keep_their_figures() -> None:
