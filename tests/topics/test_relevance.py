@@ -228,16 +228,18 @@ def test_the_packaged_labels_name_only_catalog_topics_and_records() -> None:
 # Reward Hacking, RL for Code Generation and RLVR. The floors moved to the unchanged catalog's whole-set figures on
 # the grown set: judges and AI-feedback rewards that never say "reward model", execution and partial rewards,
 # length correlations and sycophancy named without a hacking word, Verilog and SQL; RL from Human Feedback precision
-# falls because test-time reward guidance and judges that name RLHF are matched.
+# falls because test-time reward guidance and judges that name RLHF are matched. The tenth round's revision (half A)
+# raised them: RL for Code Generation (100 / 88.9, SQL and Verilog read as code) and RL from Human Feedback (89.7
+# precision, an RL word now required beside human-preference words) meet the goal and left the exceptions; Reward
+# Modeling 86.6, Process Reward Models 80.0, Reward Hacking 88.2 / 78.9 (half A's false hits: a flow-matching paper
+# that only reports little reward hacking, reward misspecification in RL from scratch).
 CHILD_RECALL_FLOOR: dict[str, float] = {
-    "reward-modeling": 0.81,
-    "process-reward-models": 0.77,
-    "reward-hacking": 0.85,
-    "rl-code-generation": 0.84,
+    "reward-modeling": 0.86,
+    "process-reward-models": 0.80,
+    "reward-hacking": 0.88,
 }
 CHILD_PRECISION_FLOOR: dict[str, float] = {
-    "reward-hacking": 0.76,
-    "rlhf": 0.78,
+    "reward-hacking": 0.78,
 }
 
 
