@@ -269,11 +269,12 @@ def test_the_packaged_catalog_keeps_its_figures_on_the_development_set() -> None
 REVIEWED = (
     "tool-use", "llm-reasoning", "test-time-scaling", "rag", "long-context", "hallucination",
     "mechanistic-interpretability", "llm-safety", "diffusion-models", "robot-learning", "ai-for-science",
-    "recommender-systems",
+    "recommender-systems", "jailbreaks",
 )  # fmt: skip
 # LLM Safety is the known weak one (bot/topics/labels/README.md): its misses name no safety word the query knows.
-# The LLM Safety round (session 7) took it to 76.2 on the grown set (42 positives).
-RECALL_FLOOR = {"llm-safety": 0.76}
+# The LLM Safety round (session 7) took it to 76.2 on the grown set (42 positives); the second round's records
+# (66 positives) took it to 71.2 and its half-A revision to 78.8.
+RECALL_FLOOR = {"llm-safety": 0.78}
 
 
 def test_the_reviewed_topics_have_near_misses_and_keep_their_figures() -> None:
