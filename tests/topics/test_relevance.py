@@ -237,16 +237,14 @@ def test_the_packaged_labels_name_only_catalog_topics_and_records() -> None:
 # the catalog reaches on the grown set: RLVR 88.0 (checked rewards named only by the task: search answers, visual
 # answers, test cases), Reward Modeling 85.7, Process Reward Models 73.3, Reward Hacking 87.2 / 77.3, Multi-Objective
 # RL 83.3 (10 of 12: constrained RLHF over composite reward models, weight interpolation of rewarded models).
+# The eleventh round revised the thin children for generality on half A (structure instead of phrase lists, README
+# "Relevance"): RLVR (91.0), Reward Modeling (90.0), Multi-Objective RL (91.7) and Reward Hacking's precision (81.0)
+# now meet the goal and left the exceptions; Process Reward Models 82.2, Reward Hacking's recall 87.2.
 CHILD_RECALL_FLOOR: dict[str, float] = {
-    "rlvr": 0.88,
-    "reward-modeling": 0.85,
-    "process-reward-models": 0.73,
+    "process-reward-models": 0.82,
     "reward-hacking": 0.87,
-    "multi-objective-rl": 0.83,
 }
-CHILD_PRECISION_FLOOR: dict[str, float] = {
-    "reward-hacking": 0.77,
-}
+CHILD_PRECISION_FLOOR: dict[str, float] = {}
 
 
 def test_the_packaged_catalog_keeps_its_figures_on_the_development_set() -> None:
