@@ -274,8 +274,9 @@ REVIEWED = (
 )  # fmt: skip
 # LLM Safety is the known weak one (bot/topics/labels/README.md): its misses name no safety word the query knows.
 # The LLM Safety round (session 7) took it to 76.2 on the grown set (42 positives); the second round's records
-# (66 positives) took it to 71.2 and its half-A revision to 78.8.
-RECALL_FLOOR = {"llm-safety": 0.78}
+# (66 positives) took it to 71.2 and its half-A revision to 78.8; the third round's query, rebuilt from the field's
+# families of words on half A, to 87.9 (8 of the 66 still missed).
+RECALL_FLOOR = {"llm-safety": 0.87}
 
 
 def test_the_reviewed_topics_have_near_misses_and_keep_their_figures() -> None:
