@@ -247,7 +247,10 @@ CHILD_RECALL_FLOOR: dict[str, float] = {
     "reward-hacking": 0.87,
     "multi-objective-rl": 0.86,
 }
-CHILD_PRECISION_FLOOR: dict[str, float] = {}
+# The LLM Safety held-out batch (46 arXiv records) brought two safety papers that name DPO beside what they do (a
+# multi-objective GRPO method, a toxicity benchmark that compares tuning methods): Direct Preference Optimization's
+# precision is 77.4 on the grown set.
+CHILD_PRECISION_FLOOR: dict[str, float] = {"direct-preference-optimization": 0.77}
 
 
 def test_the_packaged_catalog_keeps_its_figures_on_the_development_set() -> None:
