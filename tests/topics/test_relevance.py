@@ -241,11 +241,11 @@ def test_the_packaged_labels_name_only_catalog_topics_and_records() -> None:
 # "Relevance"): RLVR (91.0), Reward Modeling (90.0), Multi-Objective RL (91.7) and Reward Hacking's precision (81.0)
 # now meet the goal and left the exceptions; Process Reward Models 82.2, Reward Hacking's recall 87.2. Its held-out
 # batch (50 arXiv records, measured once before joining the set) moved Process Reward Models to 81.1 and
-# Multi-Objective RL to 86.7 (13 of 15) on the grown set.
+# Multi-Objective RL to 86.7 (13 of 15) on the grown set. The twelfth round (half A, README "Relevance") raised
+# Reward Hacking's recall to 91.5 and Multi-Objective RL's to 93.3 (14 of 15), which meet the goal and left the
+# exceptions; Process Reward Models 83.0.
 CHILD_RECALL_FLOOR: dict[str, float] = {
-    "process-reward-models": 0.81,
-    "reward-hacking": 0.87,
-    "multi-objective-rl": 0.86,
+    "process-reward-models": 0.83,
 }
 # The LLM Safety held-out batch (46 arXiv records) brought two safety papers that name DPO beside what they do (a
 # multi-objective GRPO method, a toxicity benchmark that compares tuning methods): Direct Preference Optimization's
