@@ -254,8 +254,8 @@ CHILD_RECALL_FLOOR: dict[str, float] = {
 # The LLM Safety held-out batch (46 arXiv records) brought two safety papers that name DPO beside what they do (a
 # multi-objective GRPO method, a toxicity benchmark that compares tuning methods): Direct Preference Optimization's
 # precision was 77.4; the twelfth round's held-out batch took it to 75.0 (a diffusion reward fine-tuning method and an
-# R1-Zero-style GRPO paper that name DPO as a comparison) and RL Training Systems' to 77.8 (two RL methods that speak
-# of training efficiency).
+# R1-Zero-style GRPO paper) and RL Training Systems' to 77.8 (two RL methods, a multi-objective weighting and a
+# difficulty curriculum, that the query reads as systems).
 CHILD_PRECISION_FLOOR: dict[str, float] = {
     "direct-preference-optimization": 0.75,
     "rl-training-systems": 0.77,
