@@ -288,7 +288,15 @@ REVIEWED = (
 # The LLM Safety round (session 7) took it to 76.2 on the grown set (42 positives); the second round's records
 # (66 positives) took it to 71.2 and its half-A revision to 78.8; the third round's query, rebuilt from the field's
 # families of words on half A, to 87.9 (8 of the 66 still missed).
-RECALL_FLOOR = {"llm-safety": 0.87}
+# The generality round (session 7) rebuilt Tool Use, LLM Reasoning, Mechanistic Interpretability and Long Context
+# the same way; their floors are the whole-set figures it reached (README "Relevance").
+RECALL_FLOOR = {
+    "llm-safety": 0.87,
+    "tool-use": 0.93, "llm-reasoning": 0.95, "mechanistic-interpretability": 0.91, "long-context": 0.88,
+}  # fmt: skip
+PRECISION_FLOOR = {
+    "tool-use": 0.9, "llm-reasoning": 0.97, "mechanistic-interpretability": 0.91, "long-context": 0.94,
+}  # fmt: skip
 
 
 def test_the_reviewed_topics_have_near_misses_and_keep_their_figures() -> None:
@@ -298,4 +306,4 @@ def test_the_reviewed_topics_have_near_misses_and_keep_their_figures() -> None:
     for slug, result in results.items():
         if result.positives >= 10 and result.negatives >= 5:
             assert (result.recall or 0) >= RECALL_FLOOR.get(slug, 0.8), render_errors([result])
-            assert (result.precision or 0) >= 0.8, render_errors([result])
+            assert (result.precision or 0) >= PRECISION_FLOOR.get(slug, 0.8), render_errors([result])
