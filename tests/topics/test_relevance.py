@@ -245,10 +245,10 @@ def test_the_packaged_labels_name_only_catalog_topics_and_records() -> None:
 # Reward Hacking's recall to 91.5 and Multi-Objective RL's to 93.3 (14 of 15), which meet the goal and left the
 # exceptions; Process Reward Models 83.0. Its held-out batch (50 arXiv records, measured once before joining the
 # set; the round changed no decision on them) lowered Process Reward Models to 81.4, RL for Code Generation to
-# 87.7 and Curriculum RL to 88.0 (22 of 25) on the grown set.
+# 87.7 and Curriculum RL to 88.0 (22 of 25) on the grown set. The thirteenth round rebuilt RL for Code
+# Generation from code-word families on half A: 93.0 (53 of 57), which meets the goal and left the exceptions.
 CHILD_RECALL_FLOOR: dict[str, float] = {
     "process-reward-models": 0.81,
-    "rl-code-generation": 0.87,
     "curriculum-rl": 0.88,
 }
 # The LLM Safety held-out batch (46 arXiv records) brought two safety papers that name DPO beside what they do (a
