@@ -214,51 +214,10 @@ def test_the_packaged_labels_name_only_catalog_topics_and_records() -> None:
 
 
 # Each child with 10 or more labelled positives must meet the sub-topic goal (recall 90, precision 80) on the
-# whole set, except where the labelled records showed it does not: those children are held at their measured
-# figures until a review closes the gap (README "Relevance" lists the misses). The eighth round (session 6) added
-# 46 arXiv records chosen for the children below goal and revised Process Reward Models, Reward Modeling and RL
-# for Diffusion Models on half A: Reward Hacking's recall (90.5) now meets the goal, so that exception is gone;
-# Reward Modeling's floor holds 85.4 and Process Reward Models' recall 80.0 (the new records add process reward
-# models that are only built for test-time search, which its query keeps out), Reward Hacking's precision 79.2
-# (a paper that only reports that little reward hacking occurred is matched). The ninth round added 24 more
-# arXiv records for the same children, labelled before any query ran, and let Process Reward Models keep the
-# process reward models a paper trains when it shows them guiding test-time search (83.3); Reward Hacking's
-# recall is 88.5 on the grown set. The tenth round added 63 arXiv records for the children below the goal, labelled
-# before any query ran (no query changed): part 1, 35 for Reward Modeling and Process Reward Models; part 2, 28 for
-# Reward Hacking, RL for Code Generation and RLVR. The floors moved to the unchanged catalog's whole-set figures on
-# the grown set: judges and AI-feedback rewards that never say "reward model", execution and partial rewards,
-# length correlations and sycophancy named without a hacking word, Verilog and SQL; RL from Human Feedback precision
-# falls because test-time reward guidance and judges that name RLHF are matched. The tenth round's revision (half A)
-# raised them: RL for Code Generation (100 / 88.9, SQL and Verilog read as code) and RL from Human Feedback (89.7
-# precision, an RL word now required beside human-preference words) meet the goal and left the exceptions; Reward
-# Modeling 86.6, Process Reward Models 80.0, Reward Hacking 88.2 / 78.9 (half A's false hits: a flow-matching paper
-# that only reports little reward hacking, reward misspecification in RL from scratch). The tenth round's held-out
-# batch (42 arXiv records, measured once before joining the set, README "Relevance") lowered them to the figures
-# the catalog reaches on the grown set: RLVR 88.0 (checked rewards named only by the task: search answers, visual
-# answers, test cases), Reward Modeling 85.7, Process Reward Models 73.3, Reward Hacking 87.2 / 77.3, Multi-Objective
-# RL 83.3 (10 of 12: constrained RLHF over composite reward models, weight interpolation of rewarded models).
-# The eleventh round revised the thin children for generality on half A (structure instead of phrase lists, README
-# "Relevance"): RLVR (91.0), Reward Modeling (90.0), Multi-Objective RL (91.7) and Reward Hacking's precision (81.0)
-# now meet the goal and left the exceptions; Process Reward Models 82.2, Reward Hacking's recall 87.2. Its held-out
-# batch (50 arXiv records, measured once before joining the set) moved Process Reward Models to 81.1 and
-# Multi-Objective RL to 86.7 (13 of 15) on the grown set. The twelfth round (half A, README "Relevance") raised
-# Reward Hacking's recall to 91.5 and Multi-Objective RL's to 93.3 (14 of 15), which meet the goal and left the
-# exceptions; Process Reward Models 83.0. Its held-out batch (50 arXiv records, measured once before joining the
-# set; the round changed no decision on them) lowered Process Reward Models to 81.4, RL for Code Generation to
-# 87.7 and Curriculum RL to 88.0 (22 of 25) on the grown set. The thirteenth round rebuilt RL for Code
-# Generation from code-word families on half A: 93.0 (53 of 57), which meets the goal and left the exceptions. Its
-# held-out batch (40 arXiv records for PRMs and code, measured once before joining the set) took Process Reward
-# Models to 79.5, RLVR to 89.3, Credit Assignment to 88.5 and RL for Code Generation to 90.1 on the grown set.
-# The fifteenth round widened RLVR and Credit Assignment by families of the field's words on half A (README
-# "Relevance"): RLVR 91.3 (136 of 149) and Credit Assignment 90.2 (55 of 61) met the goal. Its held-out batch (41
-# arXiv records for RLVR and Credit Assignment, measured once before joining the set; the round changed no decision
-# on them) left RLVR at 90.4 and took Credit Assignment to 89.2 (66 of 74) and Curriculum RL to 86.7 (26 of 30).
-# The sixteenth round widened Process Reward Models (a PRM the paper builds escapes the test-time exception) and RL
-# for Code Generation (its corners: kernels, RTL, code translation, secure code) by families on half A: Process
-# Reward Models 86.5 (77 of 89); RL for Code Generation 98.6 (71 of 72) at 91.0 precision, held above the goal.
-# Its held-out batch (41 arXiv records for code and PRMs, measured once before joining the set: the round caught two
-# more of its 14 code papers and none more of its 10 PRM papers) took the grown set to Process Reward Models 83.8,
-# RL for Code Generation 94.2 / 91.0, RLVR 88.7, Curriculum RL 83.9 and Multi-Objective RL 86.4.
+# whole set, except where the labelled records show it does not: those children are held at the figure reached
+# until a review closes the gap, and a child a review lifted above the goal is held there. Each floor is the
+# whole-set figure after the last round that moved it; README "Relevance" gives every round, its misses and the
+# held-out batches (measured once before joining the set) that lowered some floors.
 CHILD_RECALL_FLOOR: dict[str, float] = {
     "process-reward-models": 0.83,
     "rl-code-generation": 0.94,
@@ -267,11 +226,8 @@ CHILD_RECALL_FLOOR: dict[str, float] = {
     "rlvr": 0.88,
     "multi-objective-rl": 0.86,
 }
-# The LLM Safety held-out batch (46 arXiv records) brought two safety papers that name DPO beside what they do (a
-# multi-objective GRPO method, a toxicity benchmark that compares tuning methods): Direct Preference Optimization's
-# precision was 77.4; the twelfth round's held-out batch took it to 75.0 (a diffusion reward fine-tuning method and an
-# R1-Zero-style GRPO paper) and RL Training Systems' to 77.8 (two RL methods, a multi-objective weighting and a
-# difficulty curriculum, that the query reads as systems), and the thirteenth round's held-out batch to 72.4.
+# Precision, the same way: DPO's and RL Training Systems' false hits are RL papers that name DPO, or speak of
+# training efficiency, beside what they do (held-out batches of session 7).
 CHILD_PRECISION_FLOOR: dict[str, float] = {
     "direct-preference-optimization": 0.75,
     "rl-training-systems": 0.72,
@@ -301,13 +257,8 @@ REVIEWED = (
     "mechanistic-interpretability", "llm-safety", "diffusion-models", "robot-learning", "ai-for-science",
     "recommender-systems", "jailbreaks",
 )  # fmt: skip
-# LLM Safety is the known weak one (bot/topics/labels/README.md): its misses name no safety word the query knows.
-# The LLM Safety round (session 7) took it to 76.2 on the grown set (42 positives); the second round's records
-# (66 positives) took it to 71.2 and its half-A revision to 78.8; the third round's query, rebuilt from the field's
-# families of words on half A, to 87.9 (8 of the 66 still missed).
-# The generality round (session 7) rebuilt Tool Use, LLM Reasoning, Mechanistic Interpretability and Long Context
-# the same way; their floors are the whole-set figures reached once its held-out batch (48 arXiv records, measured
-# once before joining the set) was in (README "Relevance").
+# Held at the whole-set figures the session-7 rebuilds reached (LLM Safety; Tool Use, LLM Reasoning, Mechanistic
+# Interpretability and Long Context), once their held-out batches had joined the set (README "Relevance").
 RECALL_FLOOR = {
     "llm-safety": 0.87,
     "tool-use": 0.92, "llm-reasoning": 0.96, "mechanistic-interpretability": 0.95, "long-context": 0.89,
