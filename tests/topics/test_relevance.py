@@ -226,7 +226,7 @@ CHILD_RECALL_FLOOR: dict[str, float] = {
     "rlvr": 0.88,
     "multi-objective-rl": 0.86,
     "direct-preference-optimization": 1.0,
-    "llm-agent-training": 0.96,
+    "llm-agent-training": 0.97,
 }
 # Precision, the same way: RL Training Systems' false hits are RL papers that speak of training efficiency
 # beside what they do (held-out batches of session 7); DPO and LLM Agent Training are held where their
