@@ -225,12 +225,15 @@ CHILD_RECALL_FLOOR: dict[str, float] = {
     "credit-assignment": 0.97,
     "rlvr": 0.93,
     "multi-objective-rl": 0.86,
+    "direct-preference-optimization": 1.0,
+    "llm-agent-training": 0.97,
 }
-# Precision, the same way: DPO's and RL Training Systems' false hits are RL papers that name DPO, or speak of
-# training efficiency, beside what they do (held-out batches of session 7); RLVR and Credit Assignment are held at
-# the precision their seventeenth-round rebuilds reached.
+# Precision, the same way: RL Training Systems' false hits are RL papers that speak of training efficiency
+# beside what they do (held-out batches of session 7); DPO, LLM Agent Training, RLVR and Credit Assignment are
+# held where their seventeenth-round rebuilds brought them.
 CHILD_PRECISION_FLOOR: dict[str, float] = {
-    "direct-preference-optimization": 0.75,
+    "direct-preference-optimization": 0.94,
+    "llm-agent-training": 0.92,
     "rl-training-systems": 0.72,
     "rl-code-generation": 0.9,
     "rlvr": 0.91,
