@@ -234,7 +234,7 @@ CHILD_PRECISION_FLOOR: dict[str, float] = {
     "rl-training-systems": 0.72,
     "rl-code-generation": 0.9,
     "process-reward-models": 0.92,
-    "reward-modeling": 0.87,
+    "reward-modeling": 0.88,
 }
 
 
