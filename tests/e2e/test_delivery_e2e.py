@@ -84,7 +84,7 @@ async def test_poll_posts_exactly_the_matching_papers_once(
         # each card names the most specific topics it matched at or below the followed one
         assert sorted(m["embeds"][0]["footer"]["text"].split(" • ")[0] for m in messages) == [
             "Matched: Direct Preference Optimization · RL from Human Feedback · Reward Modeling",
-            "Matched: Group Relative Policy Optimization",
+            "Matched: Group Relative Policy Optimization · RL with Verifiable Rewards",
             "Matched: RL Post-Training",
             "Matched: RL Post-Training",
             "Matched: RL with Verifiable Rewards",
