@@ -224,7 +224,7 @@ CHILD_RECALL_FLOOR: dict[str, float] = {
     "rl-code-generation": 1.0,
     "curriculum-rl": 0.88,
     "credit-assignment": 0.95,
-    "rlvr": 0.93,
+    "rlvr": 0.96,
     "multi-objective-rl": 0.9,
     "direct-preference-optimization": 0.96,
     "llm-agent-training": 0.97,
