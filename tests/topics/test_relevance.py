@@ -221,10 +221,10 @@ def test_the_packaged_labels_name_only_catalog_topics_and_records() -> None:
 CHILD_RECALL_FLOOR: dict[str, float] = {
     "process-reward-models": 0.95,
     "reward-modeling": 0.92,
-    "rl-code-generation": 0.94,
+    "rl-code-generation": 1.0,
     "curriculum-rl": 0.93,
     "credit-assignment": 0.95,
-    "rlvr": 0.93,
+    "rlvr": 0.96,
     "multi-objective-rl": 1.0,
     "direct-preference-optimization": 0.96,
     "llm-agent-training": 0.97,
