@@ -220,7 +220,7 @@ def test_the_packaged_labels_name_only_catalog_topics_and_records() -> None:
 # held-out batches (measured once before joining the set) that lowered some floors.
 CHILD_RECALL_FLOOR: dict[str, float] = {
     "process-reward-models": 0.95,
-    "reward-modeling": 0.92,
+    "reward-modeling": 0.93,
     "rl-code-generation": 0.94,
     "curriculum-rl": 0.88,
     "credit-assignment": 0.97,
@@ -243,7 +243,7 @@ CHILD_PRECISION_FLOOR: dict[str, float] = {
     "multi-objective-rl": 0.82,
     "rl-multimodal": 0.89,
     "process-reward-models": 0.9,
-    "reward-modeling": 0.87,
+    "reward-modeling": 0.88,
 }
 
 
