@@ -230,11 +230,13 @@ CHILD_RECALL_FLOOR: dict[str, float] = {
     "llm-agent-training": 0.97,
     "rl-multimodal": 0.96,
     "rl-training-systems": 0.93,
+    "rlhf": 0.97,
+    "reward-hacking": 0.96,
 }
-# Precision, the same way: the entries are held where the seventeenth round's rebuilds brought them.
+# Precision, the same way: the entries are held where the seventeenth and eighteenth rounds' rebuilds brought them.
 CHILD_PRECISION_FLOOR: dict[str, float] = {
     "direct-preference-optimization": 0.98,
-    "llm-agent-training": 0.89,
+    "llm-agent-training": 0.91,
     "rl-training-systems": 0.91,
     "rl-code-generation": 0.89,
     "rlvr": 0.9,
@@ -244,6 +246,8 @@ CHILD_PRECISION_FLOOR: dict[str, float] = {
     "rl-multimodal": 0.89,
     "process-reward-models": 0.9,
     "reward-modeling": 0.88,
+    "rlhf": 0.97,
+    "reward-hacking": 0.87,
 }
 
 
