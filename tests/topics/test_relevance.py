@@ -221,7 +221,7 @@ def test_the_packaged_labels_name_only_catalog_topics_and_records() -> None:
 CHILD_RECALL_FLOOR: dict[str, float] = {
     "process-reward-models": 0.95,
     "reward-modeling": 0.92,
-    "rl-code-generation": 0.92,
+    "rl-code-generation": 0.98,
     "curriculum-rl": 0.93,
     "credit-assignment": 0.94,
     "rlvr": 0.92,
@@ -238,7 +238,7 @@ CHILD_PRECISION_FLOOR: dict[str, float] = {
     "direct-preference-optimization": 0.92,
     "llm-agent-training": 0.9,
     "rl-training-systems": 0.87,
-    "rl-code-generation": 0.89,
+    "rl-code-generation": 0.93,
     "rlvr": 0.9,
     "credit-assignment": 0.96,
     "curriculum-rl": 0.83,
