@@ -239,7 +239,7 @@ CHILD_PRECISION_FLOOR: dict[str, float] = {
     "llm-agent-training": 0.9,
     "rl-training-systems": 0.87,
     "rl-code-generation": 0.93,
-    "rlvr": 0.9,
+    "rlvr": 0.93,
     "credit-assignment": 0.96,
     "curriculum-rl": 0.83,
     "multi-objective-rl": 0.83,
