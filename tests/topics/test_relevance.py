@@ -246,7 +246,7 @@ CHILD_PRECISION_FLOOR: dict[str, float] = {
     "multi-objective-rl": 0.83,
     "rl-multimodal": 0.9,
     "rl-diffusion": 0.89,
-    "process-reward-models": 0.87,
+    "process-reward-models": 0.9,
     "reward-modeling": 0.86,
     "rlhf": 0.96,
     "reward-hacking": 0.85,
