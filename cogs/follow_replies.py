@@ -27,6 +27,8 @@ from bot.services.follows import Followed
 from bot.services.topics import TopicTree
 
 MENTIONS_SHOWN = 10
+MOMENTUM_LIMIT = 400  # the momentum sentence in a follow announcement
+MOMENTUM_FLOOR = 60  # ... and the least of it kept when a long query takes the room
 FollowTarget = discord.TextChannel | discord.ForumChannel
 
 
@@ -58,20 +60,18 @@ def follow_message(
         if is_new
         else (f"{channel.mention} already followed **{name}**: updated to {how}.")
     )
-    top = [
-        head,
-        *([topic_note] if topic_note else []),
-        code_block(topic.query),
-        clip(momentum.sentence(), 400),
-    ]
     tail = (
         f"Posts start with papers that arrive from now on (no flood of history), as {how}. "
         "Older papers: /latest."
     )
+    # a catalog query may take most of the message: never say "no match" when matches only lack room
+    none = "Its latest matches: /latest." if latest else "No stored paper matches yet."
+    fixed = [head, *([topic_note] if topic_note else []), code_block(topic.query)]
+    # the query is shown whole; one near the catalog's bound leaves the momentum sentence what remains
+    room = CONTENT_LIMIT - len("\n".join([*fixed, "", none, tail]))
+    top = [*fixed, clip(momentum.sentence(), max(MOMENTUM_FLOOR, min(MOMENTUM_LIMIT, room)))]
     lines = [paper_compact_line(p) for p in latest]
     while True:
-        # a catalog query may take half the message: never say "no match" when matches only lack room
-        none = "Its latest matches: /latest." if latest else "No stored paper matches yet."
         preview = ["**Latest matches**", *lines] if lines else [none]
         text = "\n".join([*top, *preview, tail])
         if len(text) <= CONTENT_LIMIT or not lines:

@@ -23,9 +23,9 @@ from bot.topics.query import MAX_QUERY_LENGTH, QuerySyntaxError, TopicQuery, par
 _SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 # A catalog query is reviewed code, not input from a server: it may be longer than the MAX_QUERY_LENGTH a
 # /follow query has (that bound protects the bot from hostile input), so a topic can carry the phrases its field
-# uses. 1,000 characters still fit whole, with the topic's figures, in the announcement a /follow posts (a
+# uses. 1,500 characters still fit whole, with the topic's figures, in the announcement a /follow posts (a
 # Discord message holds 2,000), and in a GET to the arXiv API (a few KB once URL-encoded).
-CATALOG_QUERY_LENGTH = 1000
+CATALOG_QUERY_LENGTH = 1500
 _REQUIRED = ("slug", "name", "description", "definition", "query")
 _KNOWN = frozenset((*_REQUIRED, "categories", "parent"))
 

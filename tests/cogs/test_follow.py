@@ -583,6 +583,7 @@ def test_follow_message_stays_within_2000_characters_for_the_longest_inputs(leng
     body = text.split("```\n", 1)[1].split("\n```", 1)[0]
     assert len(body) == length and "`" not in body  # the whole query, and nothing that closes the block
     assert "@everyone" not in text and text.endswith("Older papers: /latest.")
+    assert "A momentum sentence. A momentum sentence." in text  # shortened to the room left, never dropped
     shown = sum(paper_compact_line(p) in text for p in papers)
     assert shown < 3  # fewer papers, never a cut one
     assert shown > 0 or "Its latest matches: /latest." in text  # no room is not "no match"

@@ -244,16 +244,16 @@ def test_a_small_valid_catalog_loads_in_file_order(tmp_path: Path) -> None:
 
 def test_a_catalog_query_may_be_longer_than_a_servers_own_query(tmp_path: Path) -> None:
     # Reviewed catalog queries have room for their field's phrases; a /follow query keeps the tighter bound.
-    phrases = " OR ".join(f'"reward phrase {n}"' for n in range(40))
+    phrases = " OR ".join(f'"reward phrase {n}"' for n in range(60))
     assert MAX_QUERY_LENGTH < len(phrases) <= CATALOG_QUERY_LENGTH
     (topic,) = load_catalog(write_catalog(tmp_path, {"slug": "long", "name": "Long", "query": phrases}))
-    assert topic.query.matches(example_paper({"title": "On reward phrase 39", "abstract": "Short."}))
+    assert topic.query.matches(example_paper({"title": "On reward phrase 59", "abstract": "Short."}))
     with pytest.raises(TopicError, match="at most 500 characters"):
         check_query(phrases)
 
 
 def test_a_catalog_query_over_its_bound_fails_naming_the_topic(tmp_path: Path) -> None:
-    phrases = " OR ".join(f'"reward phrase {n}"' for n in range(50))
+    phrases = " OR ".join(f'"reward phrase {n}"' for n in range(70))
     assert len(phrases) > CATALOG_QUERY_LENGTH
     path = write_catalog(tmp_path, {"slug": "long", "name": "Long", "query": phrases})
     with pytest.raises(

@@ -58,7 +58,7 @@ query = '''{query}'''
 async def test_a_long_catalog_query_is_read_back_from_the_store_once_the_topic_left_the_catalog(
     store: Store, clock: FakeClock, tmp_path: Path
 ) -> None:
-    words = " OR ".join(f'"reward phrase {n}"' for n in range(40))
+    words = " OR ".join(f'"reward phrase {n}"' for n in range(60))
     assert MAX_QUERY_LENGTH < len(words) <= CATALOG_QUERY_LENGTH
     release = load_catalog(catalog_file(tmp_path, words))
     await TopicIndex(store, clock).start(release)
