@@ -221,7 +221,7 @@ def test_the_packaged_labels_name_only_catalog_topics_and_records() -> None:
 CHILD_RECALL_FLOOR: dict[str, float] = {
     "process-reward-models": 0.95,
     "reward-modeling": 0.92,
-    "rl-code-generation": 0.92,
+    "rl-code-generation": 0.98,
     "curriculum-rl": 0.91,
     "credit-assignment": 0.93,
     "rlvr": 0.91,
@@ -239,7 +239,7 @@ CHILD_PRECISION_FLOOR: dict[str, float] = {
     "direct-preference-optimization": 0.91,
     "llm-agent-training": 0.89,
     "rl-training-systems": 0.87,
-    "rl-code-generation": 0.93,
+    "rl-code-generation": 0.96,
     "rlvr": 0.93,
     "credit-assignment": 0.96,
     "curriculum-rl": 0.79,
