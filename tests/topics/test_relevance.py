@@ -232,7 +232,7 @@ CHILD_RECALL_FLOOR: dict[str, float] = {
     "rl-diffusion": 0.93,
     "rl-training-systems": 0.93,
     "rlhf": 0.94,
-    "reward-hacking": 0.94,
+    "reward-hacking": 0.97,
 }
 # Precision, the same way: each entry is the whole-set figure after the round or held-out batch that last moved it.
 CHILD_PRECISION_FLOOR: dict[str, float] = {
