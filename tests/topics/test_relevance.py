@@ -225,14 +225,14 @@ CHILD_RECALL_FLOOR: dict[str, float] = {
     "curriculum-rl": 0.89,
     "credit-assignment": 0.94,
     "rlvr": 0.93,
-    "multi-objective-rl": 0.85,
+    "multi-objective-rl": 0.95,
     "direct-preference-optimization": 0.94,
     "llm-agent-training": 0.95,
     "rl-multimodal": 0.95,
     "rl-diffusion": 0.93,
     "rl-training-systems": 0.93,
-    "rlhf": 0.94,
-    "reward-hacking": 0.94,
+    "rlhf": 1.0,
+    "reward-hacking": 0.97,
 }
 # Precision, the same way: each entry is the whole-set figure after the round or held-out batch that last moved it.
 CHILD_PRECISION_FLOOR: dict[str, float] = {
@@ -243,12 +243,12 @@ CHILD_PRECISION_FLOOR: dict[str, float] = {
     "rlvr": 0.91,
     "credit-assignment": 0.89,
     "curriculum-rl": 0.95,
-    "multi-objective-rl": 0.81,
+    "multi-objective-rl": 0.82,
     "rl-multimodal": 0.9,
     "rl-diffusion": 0.86,
     "process-reward-models": 0.89,
     "reward-modeling": 0.83,
-    "rlhf": 0.94,
+    "rlhf": 0.93,
     "reward-hacking": 0.83,
 }
 
