@@ -246,8 +246,8 @@ CHILD_PRECISION_FLOOR: dict[str, float] = {
     "multi-objective-rl": 0.81,
     "rl-multimodal": 0.9,
     "rl-diffusion": 0.86,
-    "process-reward-models": 0.91,
-    "reward-modeling": 0.88,
+    "process-reward-models": 0.94,
+    "reward-modeling": 0.89,
     "rlhf": 0.94,
     "reward-hacking": 0.83,
 }
