@@ -86,7 +86,7 @@ async def test_poll_posts_exactly_the_matching_papers_once(
             "Matched: Direct Preference Optimization · RL from Human Feedback · Reward Modeling",
             "Matched: Group Relative Policy Optimization · RL with Verifiable Rewards",
             "Matched: RL Post-Training",
-            "Matched: RL Post-Training",
+            "Matched: RL for Code Generation",
             "Matched: RL with Verifiable Rewards",
         ]
         assert all(m.get("components") for m in messages)  # Abstract / PDF / HTML buttons
@@ -235,7 +235,7 @@ async def test_digest_posts_at_its_hour_within_discords_limits(
         # the cards (and so the header) name the most specific topics below the followed one
         assert messages[0]["content"] == (
             "**10 new papers** for Direct Preference Optimization · Group Relative Policy Optimization · "
-            "RL from Human Feedback · RL with Verifiable Rewards · Reward Modeling"
+            "RL for Code Generation · RL from Human Feedback · RL with Verifiable Rewards · Reward Modeling"
         )
         assert sorted(embed_urls(messages)) == sorted(p.abs_url for p in arxiv.papers)
 
